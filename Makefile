@@ -1,0 +1,34 @@
+# The README's commands. `make test` is what CI runs (.ci/run).
+VENV   := .venv
+BIN    := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: setup test lint typecheck unit integration demo bench bench-log bench-capture clean
+
+setup:
+	@bash compose/setup.sh
+
+lint: setup
+	$(BIN)/ruff check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)
+
+integration: setup
+	$(BIN)/pytest tests/integration -q $(PYTEST_ARGS)
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/pytest tests -q $(PYTEST_ARGS)
+
+bench-log: setup
+	$(BIN)/python -m bench.log_append
+
+bench: bench-log
+
+clean:
+	rm -rf .data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,239 @@
+"""The pgoutput messages, one frozen dataclass per message type.
+
+Layouts follow PostgreSQL's "Logical Replication Message Formats". LSNs are unsigned
+64-bit integers, xids and OIDs unsigned 32-bit integers, timestamps signed 64-bit
+microseconds since 2000-01-01 UTC (``commit_ts``), kept as integers here: formatting them
+is the caller's choice (see ``cdc.capture.codecs.pg_micros_to_iso``).
+
+``xid`` on Relation, TypeMsg, Insert, Update, Delete, Truncate and LogicalMessage is the
+transaction id PostgreSQL adds only inside a protocol-2 stream block (between Stream
+Start and Stream Stop); it is ``None`` everywhere else.
+
+Tuple values (``TupleValue``): ``None`` is SQL NULL, ``UNCHANGED_TOAST`` a TOASTed value
+PostgreSQL did not resend (it did not change, and it is *not* NULL), ``str`` a value in
+text format, ``bytes`` a value in binary format (only if binary mode were enabled; it is
+not). Text is decoded as UTF-8 with ``errors="surrogateescape"``: a database whose
+encoding is SQL_ASCII may hold bytes that are not UTF-8, and those arrive as lone
+surrogates U+DC80..U+DCFF instead of failing the stream; ``cdc.capture.codecs`` turns
+them into visible ``\\xNN`` escapes before a value reaches JSON.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
+
+
+class UnchangedToast(enum.Enum):
+    """The type of ``UNCHANGED_TOAST`` (an enum, so ``value is UNCHANGED_TOAST`` narrows)."""
+
+    UNCHANGED_TOAST = "u"
+
+    def __repr__(self) -> str:
+        return "UNCHANGED_TOAST"
+
+
+UNCHANGED_TOAST: Final = UnchangedToast.UNCHANGED_TOAST
+"""Tuple kind ``'u'``: a TOASTed value that did not change and was not sent."""
+
+TupleValue: TypeAlias = "str | bytes | UnchangedToast | None"
+OldKind: TypeAlias = Literal["K", "O"]
+
+
+@dataclass(frozen=True, slots=True)
+class Begin:
+    """``B``: a (non-streamed) transaction starts; ``final_lsn`` is its commit LSN."""
+
+    final_lsn: int
+    commit_ts: int
+    xid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """``C``: the transaction ends; acknowledge ``end_lsn`` once its events are durable."""
+
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """``O``: the transaction was replicated from another node named ``name``."""
+
+    commit_lsn: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a Relation message (generated and dropped columns are never sent)."""
+
+    key: bool
+    name: str
+    type_oid: int
+    type_modifier: int
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """``R``: the shape of a table; sent before its first change (and after DDL)."""
+
+    oid: int
+    namespace: str
+    name: str
+    replica_identity: str
+    columns: tuple[Column, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TypeMsg:
+    """``Y``: a non-built-in type a following Relation uses (reload it from pg_catalog)."""
+
+    oid: int
+    namespace: str
+    name: str
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """``I``: a new row."""
+
+    relation_oid: int
+    new: tuple[TupleValue, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """``U``: a changed row; ``old_kind`` ``K`` (replica-identity key columns, the others
+    NULL), ``O`` (the whole old row, REPLICA IDENTITY FULL) or None (key unchanged)."""
+
+    relation_oid: int
+    old_kind: OldKind | None
+    old: tuple[TupleValue, ...] | None
+    new: tuple[TupleValue, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """``D``: a removed row, identified by its key (``K``) or whole old row (``O``)."""
+
+    relation_oid: int
+    old_kind: OldKind
+    old: tuple[TupleValue, ...]
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """``T``: the relations were truncated (one message for a multi-table TRUNCATE)."""
+
+    relation_oids: tuple[int, ...]
+    cascade: bool
+    restart_identity: bool
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalMessage:
+    """``M``: a ``pg_logical_emit_message`` (only with the ``messages`` option)."""
+
+    transactional: bool
+    lsn: int
+    prefix: str
+    content: bytes
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    """``S``: a block of an in-progress transaction ``xid`` follows (protocol 2)."""
+
+    xid: int
+    first_segment: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStop:
+    """``E``: the current stream block ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamCommit:
+    """``c``: the streamed transaction ``xid`` committed."""
+
+    xid: int
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamAbort:
+    """``A``: the streamed transaction ``xid`` (``subxid == xid``) or its subtransaction
+    ``subxid`` aborted; drop what was buffered for it. ``abort_lsn``/``abort_ts`` are only
+    sent with protocol 4 and ``streaming=parallel``."""
+
+    xid: int
+    subxid: int
+    abort_lsn: int | None = None
+    abort_ts: int | None = None
+
+
+Message: TypeAlias = (
+    Begin | Commit | Origin | Relation | TypeMsg | Insert | Update | Delete | Truncate
+    | LogicalMessage | StreamStart | StreamStop | StreamCommit | StreamAbort
+)
+
+
+# -- fast constructors for the three per-row messages ---------------------------------------
+# A frozen dataclass's __init__ goes through object.__setattr__ once per field, which costs
+# about as much as decoding two columns. These fill the same slots directly through their
+# descriptors: the instances are identical (equal, hashable, still frozen to callers).
+_new = object.__new__
+_ins_oid, _ins_new, _ins_xid = (getattr(Insert, f).__set__
+                                for f in ("relation_oid", "new", "xid"))
+_upd_oid, _upd_kind, _upd_old, _upd_new, _upd_xid = (
+    getattr(Update, f).__set__ for f in ("relation_oid", "old_kind", "old", "new", "xid"))
+_del_oid, _del_kind, _del_old, _del_xid = (getattr(Delete, f).__set__
+                                           for f in ("relation_oid", "old_kind", "old", "xid"))
+
+
+def new_insert(relation_oid: int, new: tuple[TupleValue, ...], xid: int | None) -> Insert:
+    """``Insert(relation_oid, new, xid)``, faster."""
+    message: Insert = _new(Insert)
+    _ins_oid(message, relation_oid)
+    _ins_new(message, new)
+    _ins_xid(message, xid)
+    return message
+
+
+def new_update(relation_oid: int, old_kind: OldKind | None, old: tuple[TupleValue, ...] | None,
+               new: tuple[TupleValue, ...], xid: int | None) -> Update:
+    """``Update(relation_oid, old_kind, old, new, xid)``, faster."""
+    message: Update = _new(Update)
+    _upd_oid(message, relation_oid)
+    _upd_kind(message, old_kind)
+    _upd_old(message, old)
+    _upd_new(message, new)
+    _upd_xid(message, xid)
+    return message
+
+
+def new_delete(relation_oid: int, old_kind: OldKind, old: tuple[TupleValue, ...],
+               xid: int | None) -> Delete:
+    """``Delete(relation_oid, old_kind, old, xid)``, faster."""
+    message: Delete = _new(Delete)
+    _del_oid(message, relation_oid)
+    _del_kind(message, old_kind)
+    _del_old(message, old)
+    _del_xid(message, xid)
+    return message

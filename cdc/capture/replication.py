@@ -1,0 +1,198 @@
+"""A logical replication connection on psycopg 3's ``pq`` layer.
+
+psycopg 3 has no high-level replication API; this module speaks the streaming replication
+protocol over a ``replication=database`` libpq connection: ``IDENTIFY_SYSTEM``, slot
+commands, ``START_REPLICATION … LOGICAL`` and the CopyBoth sub-protocol (XLogData and
+keepalive messages in, standby status updates out), with the socket in non-blocking mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import struct
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from psycopg import conninfo, pq, sql
+
+from cdc.errors import SourceError
+
+from .lsn import format_lsn, parse_lsn
+
+log = logging.getLogger(__name__)
+
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_PG_EPOCH_UNIX_US = int(PG_EPOCH.timestamp()) * 1_000_000
+_XLOG_HEADER = struct.Struct(">cQQq")
+_KEEPALIVE = struct.Struct(">cQqB")
+_STATUS = struct.Struct(">cQQQqB")
+
+
+@dataclass(frozen=True, slots=True)
+class XLogData:
+    """One pgoutput message with the WAL positions it was sent with."""
+
+    start_lsn: int
+    end_lsn: int
+    payload: memoryview
+
+
+@dataclass(frozen=True, slots=True)
+class Keepalive:
+    """The server's keepalive: its WAL end and whether it wants a reply now."""
+
+    wal_end: int
+    reply_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SystemIdentity:
+    """What ``IDENTIFY_SYSTEM`` returns."""
+
+    system_id: str
+    timeline: int
+    xlogpos: int
+    dbname: str | None
+
+
+def now_pg_micros() -> int:
+    """Microseconds since 2000-01-01 UTC, the protocol's clock."""
+    return time.time_ns() // 1000 - _PG_EPOCH_UNIX_US
+
+
+class ReplicationConnection:
+    """A ``replication=database`` connection that can stream one logical slot."""
+
+    def __init__(self, dsn: str) -> None:
+        params = conninfo.conninfo_to_dict(dsn)
+        params["replication"] = "database"
+        self._pgconn = pq.PGconn.connect(conninfo.make_conninfo(**params).encode())
+        if self._pgconn.status != pq.ConnStatus.OK:
+            message = self._pgconn.get_error_message()
+            self._pgconn.finish()
+            raise SourceError(f"cannot open a replication connection: {message}")
+        self._streaming = False
+
+    @property
+    def server_version(self) -> int:
+        """The server's version as an integer, e.g. 150018."""
+        return int(self._pgconn.server_version)
+
+    # -- commands -----------------------------------------------------------------
+    def command(self, query: sql.Composable) -> list[tuple[str | None, ...]]:
+        """Run one replication command and return its rows as text."""
+        result = self._pgconn.exec_(query.as_bytes(None))
+        if result.status not in (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK):
+            raise SourceError(f"replication command failed: {result.get_error_message()}")
+        rows = []
+        for row in range(result.ntuples):
+            values = (result.get_value(row, col) for col in range(result.nfields))
+            rows.append(tuple(v.decode() if v is not None else None for v in values))
+        return rows
+
+    def identify_system(self) -> SystemIdentity:
+        """``IDENTIFY_SYSTEM``: system id, timeline, current WAL position, database."""
+        (system_id, timeline, xlogpos, dbname), = self.command(sql.SQL("IDENTIFY_SYSTEM"))
+        return SystemIdentity(str(system_id), int(timeline or 0), parse_lsn(xlogpos or "0/0"),
+                              dbname)
+
+    def create_slot(self, slot: str, *, temporary: bool = False,
+                    export_snapshot: bool = False) -> tuple[int, str | None]:
+        """Create a pgoutput slot; return its consistent point and the exported snapshot."""
+        query = sql.SQL("CREATE_REPLICATION_SLOT {} {} LOGICAL pgoutput {}").format(
+            sql.Identifier(slot), sql.SQL("TEMPORARY" if temporary else ""),
+            sql.SQL("EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"))
+        (_, consistent_point, snapshot, _), = self.command(query)
+        return parse_lsn(consistent_point or "0/0"), snapshot
+
+    def start(self, slot: str, publications: list[str], *, start_lsn: int = 0,
+              messages: bool = True, streaming: bool = True) -> None:
+        """``START_REPLICATION SLOT … LOGICAL`` with pgoutput options for this server."""
+        version = self.server_version // 10000
+        proto = 1 if version < 14 else 2
+        options: list[tuple[str, str]] = [
+            ("proto_version", str(proto)),
+            ("publication_names", ",".join(sql.Identifier(p).as_string(None)
+                                           for p in publications)),
+        ]
+        if messages:
+            options.append(("messages", "true"))
+        if streaming and proto >= 2:
+            options.append(("streaming", "on"))
+        query = sql.SQL("START_REPLICATION SLOT {} LOGICAL {} ({})").format(
+            sql.Identifier(slot), sql.SQL(format_lsn(start_lsn)),
+            sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v))
+                               for k, v in options))
+        result = self._pgconn.exec_(query.as_bytes(None))
+        if result.status != pq.ExecStatus.COPY_BOTH:
+            raise SourceError(f"START_REPLICATION failed: {result.get_error_message()}")
+        self._pgconn.nonblocking = 1
+        self._streaming = True
+        log.info("replication started", extra={"slot": slot, "lsn": format_lsn(start_lsn),
+                                                "proto_version": proto})
+
+    # -- streaming ------------------------------------------------------------------
+    def read(self, timeout: float) -> XLogData | Keepalive | None:
+        """The next message, or None when nothing arrived within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            nbytes, data = self._pgconn.get_copy_data(1)
+            if nbytes > 0:
+                return _parse_copy_message(data)
+            if nbytes == -1:
+                self._streaming = False
+                result = self._pgconn.get_result()
+                detail = result.get_error_message() if result is not None else ""
+                raise SourceError(f"replication stream ended by the server {detail}".strip())
+            if nbytes == -2:
+                raise SourceError(f"replication stream failed: {self._pgconn.get_error_message()}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            readable, _, _ = select.select([self._pgconn.socket], [], [], remaining)
+            if readable:
+                self._pgconn.consume_input()
+
+    def send_status(self, *, write: int, flush: int, apply: int | None = None,
+                    reply: bool = False) -> None:
+        """Standby status update: what is written, durably flushed, applied."""
+        message = _STATUS.pack(b"r", write, flush, flush if apply is None else apply,
+                               now_pg_micros(), 1 if reply else 0)
+        if self._pgconn.put_copy_data(message) != 1:
+            raise SourceError(f"cannot send status: {self._pgconn.get_error_message()}")
+        self._flush()
+
+    def _flush(self) -> None:
+        while self._pgconn.flush() == 1:
+            select.select([], [self._pgconn.socket], [], 1.0)
+
+    def close(self) -> None:
+        """End the stream cleanly (CopyDone) and close the connection."""
+        try:
+            if self._streaming and self._pgconn.status == pq.ConnStatus.OK:
+                self._pgconn.put_copy_end()
+                self._flush()
+        except Exception:  # closing must not raise over the real error
+            log.debug("CopyDone failed while closing", exc_info=True)
+        finally:
+            self._streaming = False
+            self._pgconn.finish()
+
+    def __enter__(self) -> ReplicationConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _parse_copy_message(data: memoryview) -> XLogData | Keepalive:
+    kind = bytes(data[:1])
+    if kind == b"w":
+        _, start, end, _ = _XLOG_HEADER.unpack_from(data)
+        return XLogData(start, end, data[_XLOG_HEADER.size:])
+    if kind == b"k":
+        _, wal_end, _, reply = _KEEPALIVE.unpack_from(data)
+        return Keepalive(wal_end, bool(reply))
+    raise SourceError(f"unexpected replication message type {kind!r}")

@@ -1,0 +1,17 @@
+"""The ``cdc`` command. Each command lives beside the code it drives and is added here."""
+
+from __future__ import annotations
+
+import click
+
+from cdc.config.commands import config_schema, validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="distributary")
+def main() -> None:
+    """Distributary: change-data-capture from PostgreSQL into a replayable event log."""
+
+
+main.add_command(validate)
+main.add_command(config_schema)

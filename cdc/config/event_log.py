@@ -1,0 +1,93 @@
+"""The ``log:`` section: where events are kept (file or Kafka) and for how long."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from cdc.config.fields import (
+    ConfigModel,
+    DataSize,
+    Duration,
+    Loc,
+    RetentionSize,
+    RetentionTime,
+    TopicName,
+    raise_field_problems,
+)
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):\d{1,5}")
+
+
+def _split_servers(value: object) -> object:
+    return [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+
+
+def _host_port(value: str) -> str:
+    if not _HOST_PORT.fullmatch(value):
+        raise ValueError("expected 'host:port'")
+    return value
+
+
+def _non_empty_path(value: object) -> object:
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("expected a directory path")
+    return value
+
+
+BootstrapServer = Annotated[str, AfterValidator(_host_port)]
+LocalPath = Annotated[Path, BeforeValidator(_non_empty_path)]
+
+
+class RetentionConfig(ConfigModel):
+    """How long the log keeps events; whichever limit is reached first applies."""
+
+    time: RetentionTime = Field(timedelta(days=7), description="'7d', '12h', or 'forever'")
+    size: RetentionSize = Field(None, description="per partition: '10GiB', or 'forever'")
+
+
+class CompactionConfig(ConfigModel):
+    """Keep only the newest event per key in closed segments."""
+
+    interval: Duration = Field(timedelta(minutes=10), description="how often to compact")
+    min_dirty_ratio: float = Field(0.5, gt=0, le=1,
+                                   description="compact when this share of a log is stale")
+
+
+class LogConfig(ConfigModel):
+    """The partitioned event log between the capture and the connectors."""
+
+    backend: Literal["file", "kafka"] = Field("file", description="file: local disk; kafka")
+    path: LocalPath | None = Field(None, description="the log's directory (file backend)")
+    bootstrap_servers: Annotated[tuple[BootstrapServer, ...], BeforeValidator(_split_servers)] = (
+        Field((), description="'host:port' of Kafka brokers (kafka backend)"))
+    topic_prefix: TopicName | None = Field(
+        None, description="topics are <prefix>.<schema>.<table>; default: the slot name")
+    partitions: int = Field(3, ge=1, le=4096, description="partitions per topic")
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    segment_bytes: DataSize = Field(64 * 1024**2, description="segment file size, e.g. 64MiB")
+    fsync: bool = Field(True, description="fsync each appended batch (file backend)")
+    compaction: CompactionConfig | None = Field(None, description="null: no compaction")
+
+    @model_validator(mode="after")
+    def _backend_settings(self) -> LogConfig:
+        problems: list[tuple[Loc, str, object]] = []
+        if self.backend == "file" and self.path is None:
+            problems.append((("path",), "required when backend is 'file'; "
+                             "expected the log's directory, like './.data/log'", None))
+        if self.backend == "kafka" and not self.bootstrap_servers:
+            problems.append((("bootstrap_servers",), "required when backend is 'kafka'; "
+                             "expected a list of 'host:port'", None))
+        if self.backend == "kafka" and self.path is not None:
+            problems.append((("path",), "only used when backend is 'file'; "
+                             "remove it or set backend: file", str(self.path)))
+        if self.backend == "file" and self.bootstrap_servers:
+            problems.append((("bootstrap_servers",), "only used when backend is 'kafka'; "
+                             "remove it or set backend: kafka", None))
+        if problems:
+            raise_field_problems("LogConfig", problems)
+        return self

@@ -1,0 +1,82 @@
+"""The ``source:`` section: one PostgreSQL database, its slot and its publication."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from psycopg.conninfo import make_conninfo
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from cdc.config.conninfo import parse_dsn
+from cdc.config.fields import (
+    ConfigModel,
+    Duration,
+    Loc,
+    PgIdentifier,
+    PostgresDsn,
+    SlotName,
+    TableName,
+    raise_field_problems,
+)
+
+SnapshotMode = Literal["initial", "never", "always", "initial_only"]
+
+
+class SourceConfig(ConfigModel):
+    """Where changes come from: a database reached by ``dsn``, read through ``slot``."""
+
+    dsn: PostgresDsn = Field(description="a postgresql:// URL or a key=value connection string")
+    password: SecretStr | None = Field(
+        None, description="the password, if the DSN has none (or use password_file)")
+    slot: SlotName = Field(description="the logical replication slot the service owns")
+    publication: PgIdentifier = Field(description="the publication the slot reads")
+    tables: tuple[TableName, ...] = Field(
+        (), description="'schema.table' names to capture; empty means every table")
+    snapshot: SnapshotMode = Field(
+        "initial", description="initial: snapshot once, then stream; never: stream only; "
+        "always: snapshot at every start; initial_only: snapshot, then stop")
+    heartbeat_interval: Duration | None = Field(
+        timedelta(seconds=10), description="how often to advance an idle slot; null: never")
+    messages_prefixes: tuple[str, ...] = Field(
+        (), description="pg_logical_emit_message prefixes to capture")
+
+    @field_validator("tables")
+    @classmethod
+    def _tables_listed_once(cls, tables: tuple[str, ...]) -> tuple[str, ...]:
+        first_seen: dict[str, int] = {}
+        repeated: list[tuple[Loc, str, object]] = []
+        for index, table in enumerate(tables):
+            if table in first_seen:
+                repeated.append(((index,), f"{table!r} is already listed at "
+                                 f"tables[{first_seen[table]}]", table))
+            first_seen.setdefault(table, index)
+        if repeated:
+            raise_field_problems("SourceConfig", repeated)
+        return tables
+
+    @field_validator("messages_prefixes")
+    @classmethod
+    def _prefixes_not_empty(cls, prefixes: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not prefix for prefix in prefixes):
+            raise ValueError("expected non-empty message prefixes")
+        return prefixes
+
+    @model_validator(mode="after")
+    def _one_password(self) -> SourceConfig:
+        if self.password is not None and "password" in parse_dsn(self.dsn):
+            raise_field_problems("SourceConfig", [(
+                ("password",), "the DSN already contains a password; give it in one place",
+                None)])
+        return self
+
+    @property
+    def database(self) -> str | None:
+        """The database name the DSN selects, if it names one."""
+        return parse_dsn(self.dsn).get("dbname")
+
+    def conninfo(self) -> str:
+        """The DSN with ``password`` merged in: what to hand to psycopg. Holds a secret."""
+        if self.password is None:
+            return self.dsn
+        return make_conninfo(self.dsn, password=self.password.get_secret_value())

@@ -1,0 +1,7 @@
+"""The file backend: the embedded default log, on local disk, needing no server."""
+
+from .consumer import FileConsumer
+from .log import FileAdmin, FileLog, FileLogSettings
+from .producer import FileProducer
+
+__all__ = ["FileAdmin", "FileConsumer", "FileLog", "FileLogSettings", "FileProducer"]

@@ -1,0 +1,205 @@
+"""The file log's consumer: a member of a group, reading its share of the partitions."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..records import (
+    Backpressure,
+    BackpressurePolicy,
+    Message,
+    StartAt,
+    StartKind,
+    TopicPartition,
+)
+from .groups import GroupMember, OffsetStore
+from .notify import AppendWatcher
+from .reader import PartitionReader
+from .topics import end_offset, list_topics, partition_dir, read_meta, start_offset
+
+if TYPE_CHECKING:
+    from .log import FileLog
+
+log = logging.getLogger(__name__)
+
+REBALANCE_EVERY_S = 0.5
+DROP_CHECK_EVERY_S = 0.5
+
+
+class FileConsumer:
+    """Reads the partitions this member holds; sleeps on inotify when there is nothing."""
+
+    def __init__(self, log: FileLog, group: str, *, topics: Sequence[str] = (),
+                 pattern: str | None = None, start: StartAt | None = None,
+                 backpressure: Backpressure | None = None) -> None:
+        if bool(topics) == (pattern is not None):
+            raise ValueError("give either topics or pattern")
+        self._log = log
+        self._root = log.root
+        self.group = group
+        self._topics = list(topics)
+        self._pattern = re.compile(pattern) if pattern is not None else None
+        self._start = start or StartAt.committed()
+        self._backpressure = backpressure or Backpressure()
+        self._member = GroupMember(self._root, group, self._backpressure)
+        self._offsets = OffsetStore(self._root, group)
+        self._readers: dict[TopicPartition, PartitionReader] = {}
+        self._delivered: dict[TopicPartition, int] = {}
+        self._watcher = AppendWatcher()
+        self._watcher.watch(self._root)
+        self._watcher.watch(self._member.members_dir)
+        self._next_rebalance = 0.0
+        self._next_drop_check = 0.0
+        self._rotation = 0
+        self.dropped = 0
+
+    @property
+    def member_id(self) -> str:
+        return self._member.member_id
+
+    # -- membership ------------------------------------------------------------------
+    def _subscribed(self) -> list[TopicPartition]:
+        names = (self._topics if self._pattern is None else
+                 [t for t in list_topics(self._root) if self._pattern.fullmatch(t)])
+        found = []
+        for topic in names:
+            meta = read_meta(self._root, topic)
+            if meta is not None:
+                found.extend(TopicPartition(topic, p) for p in range(meta.partitions))
+        return found
+
+    def _rebalance(self) -> None:
+        self._next_rebalance = time.monotonic() + REBALANCE_EVERY_S
+        desired = self._member.desired(self._subscribed())
+        for tp in list(self._readers):
+            if tp not in desired:
+                self._readers.pop(tp).close()
+                self._delivered.pop(tp, None)
+                self._member.release(tp)
+                log.info("partition revoked", extra={"group": self.group, "tp": str(tp)})
+        for tp in sorted(desired - self._readers.keys(), key=lambda t: (t.topic, t.partition)):
+            if not self._member.acquire(tp):
+                continue  # its previous owner has not let go yet
+            directory = partition_dir(self._root, tp.topic, tp.partition)
+            reader = PartitionReader(directory, tp.topic, tp.partition)
+            reader.seek(self._start_offset(tp))
+            self._readers[tp] = reader
+            self._watcher.watch(directory)
+            log.info("partition assigned", extra={"group": self.group, "tp": str(tp),
+                                                  "offset": reader.next_offset})
+
+    def _start_offset(self, tp: TopicPartition) -> int:
+        first = start_offset(self._root, tp.topic, tp.partition)
+        kind = self._start.kind
+        if kind is StartKind.COMMITTED:
+            committed = self._offsets.get(tp)
+            if committed is not None:
+                if committed < first:
+                    log.warning("committed offset %d was removed by retention; going on "
+                                "from %d", committed, first, extra={"tp": str(tp)})
+                return max(committed, first)
+            kind = self._start.fallback
+        if kind is StartKind.LATEST:
+            return end_offset(self._root, tp.topic, tp.partition)
+        if kind in (StartKind.TIMESTAMP, StartKind.POSITION):
+            return self._find_offset(tp, first)
+        return first
+
+    def _find_offset(self, tp: TopicPartition, first: int) -> int:
+        reader = PartitionReader(partition_dir(self._root, tp.topic, tp.partition),
+                                 tp.topic, tp.partition)
+        reader.seek(first)
+        try:
+            while batch := reader.read(10_000):
+                for message in batch:
+                    if self._start.kind is StartKind.TIMESTAMP:
+                        if message.timestamp_ms >= self._start.timestamp_ms:
+                            return message.offset
+                    elif message.position.commit_lsn >= self._start.commit_lsn:
+                        return message.offset
+            return reader.next_offset
+        finally:
+            reader.close()
+
+    # -- reading ---------------------------------------------------------------------
+    def poll(self, max_records: int = 1000, timeout: float = 1.0) -> list[Message]:
+        """The next records of this member's partitions, waiting up to ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._watcher.drain()
+            now = time.monotonic()
+            if now >= self._next_rebalance:
+                self._rebalance()
+            if self._backpressure.policy is BackpressurePolicy.DROP and \
+                    now >= self._next_drop_check:
+                self._drop_excess()
+            out = self._read(max_records)
+            if out:
+                return out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            self._watcher.wait(min(remaining, REBALANCE_EVERY_S))
+
+    def _read(self, max_records: int) -> list[Message]:
+        out: list[Message] = []
+        readers = list(self._readers.items())
+        if not readers:
+            return out
+        self._rotation = (self._rotation + 1) % len(readers)
+        for tp, reader in readers[self._rotation:] + readers[:self._rotation]:
+            batch = reader.read(max_records - len(out))
+            if batch:
+                out.extend(batch)
+                self._delivered[tp] = batch[-1].offset + 1
+                if len(out) >= max_records:
+                    break
+        return out
+
+    def _drop_excess(self) -> None:
+        self._next_drop_check = time.monotonic() + DROP_CHECK_EVERY_S
+        for tp, reader in self._readers.items():
+            end = end_offset(self._root, tp.topic, tp.partition)
+            lag = end - reader.next_offset
+            if lag > self._backpressure.max_lag:
+                self.dropped += lag
+                log.warning("consumer lag %d over %d: dropping to the newest", lag,
+                            self._backpressure.max_lag,
+                            extra={"group": self.group, "tp": str(tp), "dropped": lag})
+                reader.seek(end)
+                self._delivered[tp] = end
+
+    # -- offsets ---------------------------------------------------------------------
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Durably commit next offsets (default: just after what ``poll`` returned).
+
+        Offsets of partitions this member no longer holds are not written: their new
+        owner starts from the last offset committed while this member held them.
+        """
+        pending = dict(self._delivered if offsets is None else offsets)
+        for tp, offset in pending.items():
+            if self._member.owns(tp):
+                if self._offsets.get(tp) != offset:
+                    self._offsets.put(tp, offset)
+            else:
+                log.info("not committing %s: partition was reassigned", tp)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this member reads now."""
+        return set(self._readers)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset`` on (it must be assigned)."""
+        self._readers[partition].seek(offset)
+
+    def close(self) -> None:
+        """Leave the group and release every file."""
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        self._member.leave()
+        self._watcher.close()

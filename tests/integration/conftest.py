@@ -1,0 +1,86 @@
+"""Session-scoped real servers for integration tests, and unique names per test.
+
+Each server comes from ``compose.launcher.services``: an environment variable naming an
+existing server, testcontainers where a Docker engine answers, or the local launcher.
+In CI (``CI=true``) a server that cannot start is an error; elsewhere the tests that need
+it are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pytest
+
+from compose.launcher import services
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@contextlib.contextmanager
+def _server(kind: str, provide: Callable[[], AbstractContextManager[str]]) -> Iterator[str]:
+    try:
+        handle = provide()
+        value = handle.__enter__()
+    except Exception as exc:
+        if _in_ci():
+            raise RuntimeError(f"{kind} could not be started in CI: {exc}") from exc
+        pytest.skip(f"{kind} unavailable: {exc}")
+    try:
+        yield value
+    finally:
+        handle.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """DSN of a PostgreSQL superuser on a server with ``wal_level=logical``."""
+    with _server("PostgreSQL", services.postgres_dsn) as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """URL of a Redis server."""
+    with _server("Redis", services.redis_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def opensearch_url() -> Iterator[str]:
+    """HTTP URL of a single-node OpenSearch."""
+    with _server("OpenSearch", services.opensearch_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap servers of a single-node Kafka."""
+    with _server("Kafka", services.kafka_bootstrap) as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def spark_kafka_jar_paths() -> list[Path]:
+    """Jars of Spark's Kafka source matching the installed PySpark."""
+    from compose.launcher import spark_kafka_jars
+
+    try:
+        return spark_kafka_jars()
+    except Exception as exc:
+        if _in_ci():
+            raise
+        pytest.skip(f"Spark Kafka jars unavailable: {exc}")
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A fresh lowercase identifier (slot, publication, index, key prefix) for one test."""
+    return f"t_{uuid.uuid4().hex[:10]}"
