@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cdc.config.commands import config_schema, validate
+from cdc.log.commands import log_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,3 +16,4 @@ def main() -> None:
 
 main.add_command(validate)
 main.add_command(config_schema)
+main.add_command(log_group)

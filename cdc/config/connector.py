@@ -34,6 +34,7 @@ def _connector_name(value: str) -> str:
     return value
 
 
+ModelClass = type[BaseModel]
 ConnectorName = Annotated[str, AfterValidator(_connector_name)]
 
 SinkConfig = Annotated[BaseModel, WithJsonSchema(
@@ -48,9 +49,9 @@ class BackpressureConfig(ConfigModel):
     """What a consumer does when it falls behind the log."""
 
     policy: Literal["buffer", "drop", "block"] = Field(
-        "buffer", description="buffer: keep everything within retention; drop: skip to the "
+        default="buffer", description="buffer: keep everything within retention; drop: skip to the "
         "newest past max_lag; block: pause the capture's acknowledgements past max_lag")
-    max_lag: int | None = Field(None, ge=1, description="events behind; for drop and block")
+    max_lag: int | None = Field(default=None, ge=1, description="events behind; for drop and block")
 
     @model_validator(mode="after")
     def _max_lag_fits_policy(self) -> BackpressureConfig:
@@ -69,14 +70,14 @@ class ConnectorConfig(ConfigModel):
     """One consumer group feeding one sink; ``config`` is checked by the sink's own model."""
 
     name: ConnectorName = Field(description="unique; also the consumer group's name")
-    type: str = Field(description="a registered sink: see `cdc config-schema`")
+    type: str = Field(description="the sink to feed, like opensearch, redis or webhook")
     topics: Annotated[tuple[TopicName, ...], Field(min_length=1)] | None = Field(
-        None, description="the topics to consume (or topic_pattern)")
+        default=None, description="the topics to consume (or topic_pattern)")
     topic_pattern: RegexPattern | None = Field(
-        None, description="a regular expression over topic names (or topics)")
-    workers: int = Field(1, ge=1, le=256, description="parallel consumers in the group")
-    batch_size: int = Field(500, ge=1, description="events per sink write, at most")
-    batch_timeout: Duration = Field(timedelta(seconds=1),
+        default=None, description="a regular expression over topic names (or topics)")
+    workers: int = Field(default=1, ge=1, le=256, description="parallel consumers in the group")
+    batch_size: int = Field(default=500, ge=1, description="events per sink write, at most")
+    batch_timeout: Duration = Field(default=timedelta(seconds=1),
                                     description="write a partial batch after this long")
     backpressure: BackpressureConfig = Field(default_factory=BackpressureConfig)
     config: SinkConfig = Field(default_factory=lambda: UncheckedSinkConfig(),
@@ -116,8 +117,8 @@ class ConnectorConfig(ConfigModel):
         return self
 
     @classmethod
-    def field_model(cls, field: str, raw: Mapping[str, Any]) -> type[BaseModel] | None:
-        """The model that validates ``field`` of the raw mapping ``raw`` (``config``: the sink's)."""
+    def field_model(cls, field: str, raw: Mapping[str, Any]) -> ModelClass | None:
+        """The model validating ``field`` of the raw mapping ``raw``: the sink's for ``config``."""
         if field != "config" or not isinstance(raw.get("type"), str):
             return None
         try:

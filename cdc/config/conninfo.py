@@ -51,7 +51,7 @@ def parse_dsn(dsn: str) -> dict[str, str]:
 
 
 def dsn_secrets(dsn: str) -> set[str]:
-    """Every secret a DSN carries (its password and friends), for redaction; ``set()`` if unparsable."""
+    """Every secret a DSN carries (its password and friends), for redaction."""
     try:
         params = conninfo_to_dict(dsn)
     except ProgrammingError:

@@ -46,32 +46,34 @@ LocalPath = Annotated[Path, BeforeValidator(_non_empty_path)]
 class RetentionConfig(ConfigModel):
     """How long the log keeps events; whichever limit is reached first applies."""
 
-    time: RetentionTime = Field(timedelta(days=7), description="'7d', '12h', or 'forever'")
-    size: RetentionSize = Field(None, description="per partition: '10GiB', or 'forever'")
+    time: RetentionTime = Field(default=timedelta(days=7), description="'7d', '12h', or 'forever'")
+    size: RetentionSize = Field(default=None, description="per partition: '10GiB', or 'forever'",
+                                json_schema_extra={"default": "forever"})
 
 
 class CompactionConfig(ConfigModel):
     """Keep only the newest event per key in closed segments."""
 
-    interval: Duration = Field(timedelta(minutes=10), description="how often to compact")
-    min_dirty_ratio: float = Field(0.5, gt=0, le=1,
+    interval: Duration = Field(default=timedelta(minutes=10), description="how often to compact")
+    min_dirty_ratio: float = Field(default=0.5, gt=0, le=1,
                                    description="compact when this share of a log is stale")
 
 
 class LogConfig(ConfigModel):
     """The partitioned event log between the capture and the connectors."""
 
-    backend: Literal["file", "kafka"] = Field("file", description="file: local disk; kafka")
-    path: LocalPath | None = Field(None, description="the log's directory (file backend)")
+    backend: Literal["file", "kafka"] = Field(default="file", description="file: local disk; kafka")
+    path: LocalPath | None = Field(default=None, description="the log's directory (file backend)")
     bootstrap_servers: Annotated[tuple[BootstrapServer, ...], BeforeValidator(_split_servers)] = (
-        Field((), description="'host:port' of Kafka brokers (kafka backend)"))
+        Field(default=(), description="'host:port' of Kafka brokers (kafka backend)"))
     topic_prefix: TopicName | None = Field(
-        None, description="topics are <prefix>.<schema>.<table>; default: the slot name")
-    partitions: int = Field(3, ge=1, le=4096, description="partitions per topic")
+        default=None, description="topics are <prefix>.<schema>.<table>; default: the slot name")
+    partitions: int = Field(default=3, ge=1, le=4096, description="partitions per topic")
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
-    segment_bytes: DataSize = Field(64 * 1024**2, description="segment file size, e.g. 64MiB")
-    fsync: bool = Field(True, description="fsync each appended batch (file backend)")
-    compaction: CompactionConfig | None = Field(None, description="null: no compaction")
+    segment_bytes: DataSize = Field(default=64 * 1024**2,
+                                    description="segment file size, e.g. 64MiB")
+    fsync: bool = Field(default=True, description="fsync each appended batch (file backend)")
+    compaction: CompactionConfig | None = Field(default=None, description="null: no compaction")
 
     @model_validator(mode="after")
     def _backend_settings(self) -> LogConfig:

@@ -8,9 +8,9 @@ same notation (so JSON Schema defaults read like the YAML).
 from __future__ import annotations
 
 import re
-from string import Formatter
 from collections.abc import Sequence
 from datetime import timedelta
+from string import Formatter
 from types import UnionType
 from typing import Annotated, Any, ClassVar, NoReturn, Union, get_args, get_origin
 from urllib.parse import urlsplit
@@ -139,8 +139,9 @@ def _retention_size(value: object) -> int | None:
 
 _DURATION_SCHEMA = {"type": "string", "pattern": r"^(\s*\d+(\.\d+)?\s*(ms|s|m|h|d|w))+\s*$",
                     "description": f"a duration like {units.DURATION_EXAMPLES}"}
+_SIZE_PATTERN = r"^\s*\d+(\.\d+)?\s*([KMGTkmgt]i?[Bb]|[Bb])\s*$"
 _SIZE_SCHEMA = {"anyOf": [{"type": "integer", "minimum": 1},
-                          {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*([KMGTkmgt]i?[Bb]|[Bb])\s*$"}],
+                          {"type": "string", "pattern": _SIZE_PATTERN}],
                 "description": f"a size like {units.SIZE_EXAMPLES}"}
 
 
@@ -202,7 +203,8 @@ PgIdentifier = Annotated[str, _matching(r"[a-z_][a-z0-9_$]{0,62}",
 
 TableName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*",
                                      "'schema.table', like 'public.orders'"),
-                      WithJsonSchema({"type": "string", "pattern": r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$"})]
+                      WithJsonSchema({"type": "string",
+                                      "pattern": r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$"})]
 """A table named with its schema: ``public.orders``."""
 
 TopicName = Annotated[str, _matching(r"[A-Za-z0-9._-]{1,249}",

@@ -61,14 +61,14 @@ def interpolate_document(data: object, env: Mapping[str, str],
     if isinstance(data, dict):
         result: dict[object, object] = {}
         for key, value in data.items():
-            key_path = path + (key,) if isinstance(key, str | int) else path
+            key_path = (*path, key) if isinstance(key, str | int) else path
             result[key], found = interpolate_document(value, env, key_path)
             problems.extend(found)
         return result, problems
     if isinstance(data, list):
         items: list[object] = []
         for index, item in enumerate(data):
-            new_item, found = interpolate_document(item, env, path + (index,))
+            new_item, found = interpolate_document(item, env, (*path, index))
             items.append(new_item)
             problems.extend(found)
         return items, problems

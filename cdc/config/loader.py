@@ -58,6 +58,7 @@ def parse_config(text: str, env: Mapping[str, str] | None = None) -> PipelineCon
                                              f"{SECTIONS} at the top, got "
                                              f"{show_value(parsed.data)}")])
     data, early = interpolate_document(parsed.data, os.environ if env is None else env)
+    assert isinstance(data, dict)  # interpolation keeps the shape
     models = models_by_path(data, PipelineConfig)
     secret_files = read_secret_files(data, models)
     early += parsed.problems + secret_files.problems

@@ -22,8 +22,8 @@ def _spark_key(key: str) -> str:
 class SparkConfig(ConfigModel):
     """Where the PySpark jobs run and write."""
 
-    master: str = Field("local[*]", description="a Spark master URL; local[*] by default")
-    output_path: Path = Field(Path(".data/spark"), description="where jobs write datasets")
+    master: str = Field(default="local[*]", description="a Spark master URL; local[*] by default")
+    output_path: Path = Field(default=Path(".data/spark"), description="where jobs write datasets")
     conf: dict[Annotated[str, AfterValidator(_spark_key)], ScalarText] = Field(
         default_factory=dict, description="extra Spark settings, e.g. spark.driver.memory: 2g")
 
@@ -31,7 +31,7 @@ class SparkConfig(ConfigModel):
 class MetricsConfig(ConfigModel):
     """Where the Prometheus metrics endpoint listens."""
 
-    host: str = Field("127.0.0.1", description="the address to bind")
+    host: str = Field(default="127.0.0.1", description="the address to bind")
     port: int = Field(ge=1, le=65535, description="the TCP port to bind")
 
 
@@ -41,9 +41,9 @@ class PipelineConfig(ConfigModel):
     source: SourceConfig
     log: LogConfig
     connectors: tuple[ConnectorConfig, ...] = Field(
-        (), description="the sinks fed from the log, each its own consumer group")
+        default=(), description="the sinks fed from the log, each its own consumer group")
     spark: SparkConfig = Field(default_factory=SparkConfig)
-    metrics: MetricsConfig | None = Field(None, description="null: no metrics endpoint")
+    metrics: MetricsConfig | None = Field(default=None, description="null: no metrics endpoint")
 
     @field_validator("connectors")
     @classmethod

@@ -51,14 +51,14 @@ def _visit(value: object, annotation: Any, path: YamlPath,
             found[path] = model
             for key, item in value.items():
                 if isinstance(key, str):
-                    _visit(item, field_annotation(model, value, key), path + (key,), found)
+                    _visit(item, field_annotation(model, value, key), (*path, key), found)
         return
     core = strip_optional(annotation)
     origin, args = get_origin(core), get_args(core)
     if origin in _SEQUENCES and args and isinstance(value, list):
         for index, item in enumerate(value):
-            _visit(item, args[0], path + (index,), found)
+            _visit(item, args[0], (*path, index), found)
     elif origin in _MAPPINGS and len(args) == 2 and isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str):
-                _visit(item, args[1], path + (key,), found)
+                _visit(item, args[1], (*path, key), found)

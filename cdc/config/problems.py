@@ -7,6 +7,7 @@ list the keys the section accepts, with a "did you mean" when one is close.
 from __future__ import annotations
 
 import difflib
+
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
@@ -40,9 +41,9 @@ def show_value(value: object) -> str:
         shown = repr(value)
         return shown if len(shown) <= _MAX_SHOWN else shown[: _MAX_SHOWN - 4] + "…'"
     if isinstance(value, dict):
-        return "a mapping"
+        return "a mapping" if value else "an empty mapping"
     if isinstance(value, list | tuple):
-        return "a list"
+        return "a list" if value else "an empty list"
     return f"a {type(value).__name__}"
 
 

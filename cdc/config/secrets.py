@@ -55,17 +55,17 @@ def read_secret_files(data: object, models: dict[YamlPath, type[BaseModel]]) -> 
             name = key.removesuffix(SECRET_FILE_SUFFIX)
             if not is_secret_annotation(field_annotation(model, mapping, name)):
                 continue
-            result.renamed[path + (name,)] = key
+            result.renamed[(*path, name)] = key
             file_path = mapping.pop(key)
             if name in mapping:
-                result.problems.append((path + (name,), f"give either {name} or {key}, not both"))
+                result.problems.append(((*path, name), f"give either {name} or {key}, not both"))
             elif not isinstance(file_path, str):
-                result.problems.append((path + (name,), "expected the path of a file"))
+                result.problems.append(((*path, name), "expected the path of a file"))
             else:
                 try:
                     mapping[name] = _read_secret(file_path)
                 except ValueError as exc:
-                    result.problems.append((path + (name,), str(exc)))
+                    result.problems.append(((*path, name), str(exc)))
     return result
 
 

@@ -28,18 +28,18 @@ class SourceConfig(ConfigModel):
 
     dsn: PostgresDsn = Field(description="a postgresql:// URL or a key=value connection string")
     password: SecretStr | None = Field(
-        None, description="the password, if the DSN has none (or use password_file)")
+        default=None, description="the password, if the DSN has none (or use password_file)")
     slot: SlotName = Field(description="the logical replication slot the service owns")
     publication: PgIdentifier = Field(description="the publication the slot reads")
     tables: tuple[TableName, ...] = Field(
-        (), description="'schema.table' names to capture; empty means every table")
+        default=(), description="'schema.table' names to capture; empty means every table")
     snapshot: SnapshotMode = Field(
-        "initial", description="initial: snapshot once, then stream; never: stream only; "
+        default="initial", description="initial: snapshot once, then stream; never: stream only; "
         "always: snapshot at every start; initial_only: snapshot, then stop")
     heartbeat_interval: Duration | None = Field(
-        timedelta(seconds=10), description="how often to advance an idle slot; null: never")
+        default=timedelta(seconds=10), description="how often to advance an idle slot; null: never")
     messages_prefixes: tuple[str, ...] = Field(
-        (), description="pg_logical_emit_message prefixes to capture")
+        default=(), description="pg_logical_emit_message prefixes to capture")
 
     @field_validator("tables")
     @classmethod

@@ -88,7 +88,7 @@ def format_duration(value: timedelta) -> str:
     if milliseconds == 0:
         return "0s"
     parts: list[str] = []
-    for unit in ("w", "d", "h", "m", "s", "ms"):
+    for unit in ("d", "h", "m", "s", "ms"):
         unit_ms = round(DURATION_UNITS[unit].total_seconds() * 1000)
         count, milliseconds = divmod(milliseconds, unit_ms)
         if count:

@@ -48,15 +48,15 @@ class LineNumberLoader(yaml.SafeLoader):
                     continue
                 key, line = str(key_node.value), key_node.start_mark.line + 1
                 if key in seen:
-                    document.problems.append((path + (key,), f"duplicate key (lines "
+                    document.problems.append(((*path, key), f"duplicate key (lines "
                                               f"{seen[key]} and {line}); keep one"))
                 seen.setdefault(key, line)
-                document.lines[path + (key,)] = line
-                self._note_lines(value_node, path + (key,), document, ancestors)
+                document.lines[(*path, key)] = line
+                self._note_lines(value_node, (*path, key), document, ancestors)
         elif isinstance(node, yaml.SequenceNode):
             for index, item in enumerate(node.value):
-                document.lines[path + (index,)] = item.start_mark.line + 1
-                self._note_lines(item, path + (index,), document, ancestors)
+                document.lines[(*path, index)] = item.start_mark.line + 1
+                self._note_lines(item, (*path, index), document, ancestors)
 
 
 def _describe_yaml_error(exc: yaml.YAMLError) -> str:

@@ -42,17 +42,18 @@ class OpenSearchSinkConfig(ConfigModel):
 
     hosts: Annotated[tuple[HttpUrl, ...], Field(min_length=1)] = Field(
         description="cluster nodes, like https://search-1:9200")
-    username: str | None = Field(None, description="basic-auth user")
-    password: SecretStr | None = Field(None, description="basic-auth password")
-    index: IndexTemplate = Field("{table}", description="index per topic; placeholders: "
+    username: str | None = Field(default=None, description="basic-auth user")
+    password: SecretStr | None = Field(default=None, description="basic-auth password")
+    index: IndexTemplate = Field(default="{table}", description="index per topic; placeholders: "
                                  "{prefix} {topic} {schema} {table}")
     alias: IndexTemplate | None = Field(
-        None, description="write through this alias, so a rebuild can swap the index under it")
-    bulk_size: int = Field(500, ge=1, le=100_000, description="actions per bulk request")
-    bulk_max_bytes: DataSize = Field(5 * 1024**2, description="bytes per bulk request")
-    verify_certs: bool = Field(True, description="check the cluster's TLS certificate")
-    ca_certs: Path | None = Field(None, description="a CA bundle to trust (PEM file)")
-    request_timeout: Duration = Field(timedelta(seconds=30), description="per request")
+        default=None,
+        description="write through this alias, so a rebuild can swap the index under it")
+    bulk_size: int = Field(default=500, ge=1, le=100_000, description="actions per bulk request")
+    bulk_max_bytes: DataSize = Field(default=5 * 1024**2, description="bytes per bulk request")
+    verify_certs: bool = Field(default=True, description="check the cluster's TLS certificate")
+    ca_certs: Path | None = Field(default=None, description="a CA bundle to trust (PEM file)")
+    request_timeout: Duration = Field(default=timedelta(seconds=30), description="per request")
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenSearchSinkConfig:

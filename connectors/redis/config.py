@@ -25,13 +25,15 @@ class RedisSinkConfig(ConfigModel):
     """One Redis key per row, written with a compare-and-set on the row's version."""
 
     url: RedisUrl = Field(description="redis://host:6379/0, rediss:// (TLS) or unix://")
-    password: SecretStr | None = Field(None, description="if the URL carries none")
+    password: SecretStr | None = Field(default=None, description="if the URL carries none")
     key_template: KeyTemplate = Field(
-        "{table}:{key}", description="placeholders: {prefix} {topic} {schema} {table}, "
+        default="{table}:{key}", description="placeholders: {prefix} {topic} {schema} {table}, "
         "{key} (all key columns joined by ':') or {key.<column>}")
     value_format: Literal["json", "hash"] = Field(
-        "json", description="json: the row as a JSON string; hash: one hash field per column")
-    ttl: Duration | None = Field(None, description="expire keys after this long; null: never")
+        default="json",
+        description="json: the row as a JSON string; hash: one hash field per column")
+    ttl: Duration | None = Field(default=None,
+                                 description="expire keys after this long; null: never")
 
     @model_validator(mode="after")
     def _one_password(self) -> RedisSinkConfig:

@@ -28,10 +28,10 @@ class WebhookSinkConfig(ConfigModel):
     headers: dict[HeaderName, SecretStr] = Field(
         default_factory=dict, description="extra request headers (values are kept secret)")
     signing_secret: SecretStr | None = Field(
-        None, description="HMAC-SHA256 key for the signature header; null: unsigned")
-    signature_header: HeaderName = Field("X-Distributary-Signature",
+        default=None, description="HMAC-SHA256 key for the signature header; null: unsigned")
+    signature_header: HeaderName = Field(default="X-Distributary-Signature",
                                          description="the header carrying the signature")
-    timeout: Duration = Field(timedelta(seconds=10), description="per request")
+    timeout: Duration = Field(default=timedelta(seconds=10), description="per request")
 
     @model_validator(mode="after")
     def _signature_header_free(self) -> WebhookSinkConfig:

@@ -1,0 +1,34 @@
+"""Open the log a pipeline's ``log:`` section describes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cdc.errors import LogError
+
+from .contract import Log
+from .file import FileLog, FileLogSettings
+
+if TYPE_CHECKING:
+    from cdc.config.event_log import LogConfig
+
+
+def file_settings(config: LogConfig) -> FileLogSettings:
+    """The file backend's settings from the ``log:`` section."""
+    retention_time = config.retention.time
+    return FileLogSettings(
+        default_partitions=config.partitions,
+        segment_bytes=config.segment_bytes,
+        fsync=config.fsync,
+        retention_ms=(int(retention_time.total_seconds() * 1000)
+                      if retention_time is not None else None),
+        retention_bytes=config.retention.size,
+    )
+
+
+def open_log(config: LogConfig) -> Log:
+    """A ``FileLog`` or a Kafka log, as configured."""
+    if config.backend == "file":
+        assert config.path is not None  # the config model requires it
+        return FileLog(config.path, file_settings(config))
+    raise LogError("the kafka log backend is not available yet; use backend: file")
