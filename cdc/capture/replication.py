@@ -66,9 +66,8 @@ class ReplicationConnection:
     """A ``replication=database`` connection that can stream one logical slot."""
 
     def __init__(self, dsn: str) -> None:
-        params = conninfo.conninfo_to_dict(dsn)
-        params["replication"] = "database"
-        self._pgconn = pq.PGconn.connect(conninfo.make_conninfo(**params).encode())
+        self._pgconn = pq.PGconn.connect(
+            conninfo.make_conninfo(dsn, replication="database").encode())
         if self._pgconn.status != pq.ConnStatus.OK:
             message = self._pgconn.get_error_message()
             self._pgconn.finish()

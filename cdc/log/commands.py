@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
@@ -27,7 +29,10 @@ def _log_root(config_path: Path, path: Path | None) -> Path:
     return config.log.path
 
 
-def _path_option(command: click.Command) -> click.Command:
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def _path_option(command: F) -> F:
     return click.option("--path", type=click.Path(path_type=Path, file_okay=False),
                         help="the log directory (instead of -c FILE)")(command)
 

@@ -139,7 +139,8 @@ class LocalServer:
         return self.workdir / f"{self.name}.log"
 
     def _spawn(self, argv: Sequence[str], *, user: str | None = None,
-               env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+               env: dict[str, str] | None = None,
+               cwd: Path | None = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` in a new process group, output appended to ``log_path``."""
         if user is not None:
             argv = ["runuser", "-u", user, "--", *argv]

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from compose.launcher.base import ServerError, cache_dir
+from .base import ServerError, cache_dir
 
 _POM_DIR = Path(__file__).resolve().parents[1] / "jars"
 _MARKER = ".resolved"

@@ -15,7 +15,7 @@ import os
 import uuid
 from typing import Any
 
-from compose.launcher.base import (
+from .base import (
     LOOPBACK,
     LocalServer,
     free_port,
@@ -23,7 +23,7 @@ from compose.launcher.base import (
     run_checked,
     wait_until,
 )
-from compose.launcher.jars import jdk_tool, resolve_jars
+from .jars import jdk_tool, resolve_jars
 
 _NODE_ID = 1
 _LOG4J2 = """\

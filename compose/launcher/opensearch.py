@@ -9,9 +9,10 @@ The runner's own ``main`` cannot serve a free port: it gives node *i* (counted f
 HTTP port ``-baseHttpPort`` + *i* but refuses any port above 9299 (``maxHttpPort``), and
 its settings override ``http.port`` from ``opensearch.yml``. So a small Java main
 (``_MAIN_SOURCE``, compiled once into the cache, hence the need for a JDK) lifts that cap
-and calls the runner with ``-baseHttpPort <port - 1>``. Everything else is set in the node's ``opensearch.yml``,
-which the runner keeps when it exists: loopback only, a free transport port, single-node
-discovery, disk watermarks off (a full-ish disk must not turn indices read-only).
+and calls the runner with ``-baseHttpPort <port - 1>``. Everything else is set in the
+node's ``opensearch.yml``, which the runner keeps when it exists: loopback only, a free
+transport port, single-node discovery, disk watermarks off (a full-ish disk must not turn
+indices read-only).
 
 Start-up takes about 5-6 s on two cores once the jars are cached (first run: about 20 s
 more for Maven to download them); ``stop`` takes well under a second.
@@ -27,7 +28,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from compose.launcher.base import (
+from .base import (
     LOOPBACK,
     LocalServer,
     ServerError,
@@ -36,7 +37,7 @@ from compose.launcher.base import (
     run_checked,
     wait_until,
 )
-from compose.launcher.jars import jdk_tool, resolve_jars
+from .jars import jdk_tool, resolve_jars
 
 _MAIN_CLASS = "DistributaryOpenSearch"
 _MAIN_SOURCE = """\

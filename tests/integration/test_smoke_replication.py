@@ -34,7 +34,7 @@ def test_receives_one_insert_over_pgoutput(postgres_dsn: str, unique_name: str) 
             message = repl.read(timeout=1.0)
             if isinstance(message, XLogData):
                 kinds.append(bytes(message.payload[:1]))
-                if message.payload[:1] == b"I":
+                if bytes(message.payload[:1]) == b"I":
                     insert = bytes(message.payload)
                     repl.send_status(write=message.end_lsn, flush=message.end_lsn)
             elif isinstance(message, Keepalive) and message.reply_requested:

@@ -98,7 +98,7 @@ def decode_timetz(text: str) -> str:
 def pg_micros_to_iso(micros: int) -> str:
     """Microseconds since 2000-01-01 UTC (pgoutput's clock) → ``…T…:…:….ffffffZ``."""
     moment = _PG_EPOCH + timedelta(microseconds=micros)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _year(year: int, bc: bool) -> str:

@@ -65,7 +65,7 @@ class FileConsumer:
     def _subscribed(self) -> list[TopicPartition]:
         names = (self._topics if self._pattern is None else
                  [t for t in list_topics(self._root) if self._pattern.fullmatch(t)])
-        found = []
+        found: list[TopicPartition] = []
         for topic in names:
             meta = read_meta(self._root, topic)
             if meta is not None:

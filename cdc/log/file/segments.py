@@ -59,7 +59,8 @@ class SparseIndex:
             data = path.read_bytes()
         except FileNotFoundError:
             return cls([], [])
-        offsets, positions = [], []
+        offsets: list[int] = []
+        positions: list[int] = []
         usable = len(data) - len(data) % INDEX_ENTRY.size
         for offset, position in INDEX_ENTRY.iter_unpack(data[:usable]):
             if position >= segment_size or (positions and position <= positions[-1]):

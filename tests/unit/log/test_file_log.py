@@ -6,13 +6,14 @@ from pathlib import Path
 
 import orjson
 
-from cdc.log import Position, StartAt, TopicPartition
+from cdc.log import Message, Position, StartAt, TopicPartition
 from cdc.log.file import FileLog, FileLogSettings
 
 from .conftest import TOPIC, records
 
 
-def read_all(log: FileLog, group: str = "reader", start: StartAt | None = None) -> list:
+def read_all(log: FileLog, group: str = "reader",
+             start: StartAt | None = None) -> list[Message]:
     consumer = log.consumer(group, topics=[TOPIC], start=start or StartAt.earliest())
     out = []
     while batch := consumer.poll(500, timeout=0.3):

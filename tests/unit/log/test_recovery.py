@@ -88,7 +88,7 @@ def test_deleted_index_is_rebuilt(log_dir: Path) -> None:
     log = FileLog(log_dir, ONE)
     log.producer().append(records(range(500, 510)))
     consumer = log.consumer("g", topics=[TOPIC], start=StartAt.at_lsn(1_400))
-    ids = []
+    ids: list[int] = []
     while batch := consumer.poll(500, timeout=0.3):
         ids.extend(orjson.loads(m.key)["id"] for m in batch)
     assert ids == list(range(400, 510))
