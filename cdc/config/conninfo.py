@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
-from psycopg import ProgrammingError
+from psycopg import ProgrammingError, pq
 from psycopg.conninfo import conninfo_to_dict
 
 SECRET_KEYWORDS = frozenset({
@@ -17,12 +18,19 @@ _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _FORBIDDEN_KEYWORDS = {"replication": "the capture sets replication=database itself"}
 
 
+@functools.cache
+def _conninfo_keywords() -> frozenset[str]:
+    """The connection keywords libpq knows (``host``, ``port``, ``sslmode``, ...)."""
+    return frozenset(option.keyword.decode() for option in pq.Conninfo.get_defaults())
+
+
 def _safe_libpq_reason(message: str) -> str:
-    """libpq's parse error with every quoted fragment but a keyword name blanked out."""
+    """libpq's parse error, keeping quoted keywords and punctuation, blanking the rest."""
 
     def keep_keywords(match: re.Match[str]) -> str:
         fragment = match.group(1)
-        return match.group(0) if re.fullmatch(r"[a-z_]{2,30}", fragment) else '"…"'
+        harmless = fragment in _conninfo_keywords() or re.fullmatch(r"[^A-Za-z0-9]", fragment)
+        return match.group(0) if harmless else '"…"'
 
     first_line = message.strip().splitlines()[0] if message.strip() else "cannot parse"
     return _QUOTED.sub(keep_keywords, first_line)

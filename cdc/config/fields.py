@@ -110,10 +110,9 @@ def _positive_duration(value: object) -> timedelta:
 def _retention_time(value: object) -> timedelta | None:
     if value is None or isinstance(value, timedelta):
         return value
-    if isinstance(value, str) and value.strip().lower() == units.FOREVER:
-        return None
     try:
-        return _positive_duration(value)
+        duration = units.parse_retention_time(value) if isinstance(value, str) else None
+        return duration if duration is None else _positive_duration(duration)
     except ValueError:
         raise ValueError(f"expected 'forever' or a duration like "
                          f"{units.DURATION_EXAMPLES}") from None

@@ -124,4 +124,13 @@ def describe_error(error: ErrorDetails, document: ConfigDocument) -> tuple[YamlP
 def validation_problems(exc: ValidationError, document: ConfigDocument
                         ) -> list[tuple[YamlPath, str]]:
     """``(location, message)`` per error in ``exc``, worded for the file the user wrote."""
-    return [describe_error(error, document) for error in exc.errors()]
+    errors = exc.errors()
+    failed = {tuple(error["loc"]) for error in errors}
+    return [describe_error(error, document) for error in errors
+            if not (error["type"] == "too_short" and _has_failed_items(error, failed))]
+
+
+def _has_failed_items(error: ErrorDetails, failed: set[tuple[str | int, ...]]) -> bool:
+    """True if items of a list failed: its length check then only echoes those failures."""
+    loc = tuple(error["loc"])
+    return any(len(other) > len(loc) and other[: len(loc)] == loc for other in failed)

@@ -29,14 +29,14 @@ SIZE_UNITS: dict[str, int] = {
 DURATION_EXAMPLES = "'500ms', '30s', '5m', '12h', '7d' or '1h30m'"
 SIZE_EXAMPLES = "'512KiB', '500MB', '10GiB' or a number of bytes"
 
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)\s*", re.IGNORECASE)
 
 
 def parse_duration(text: str) -> timedelta:
     """Parse ``'30s'``, ``'1h30m'``, ``'1.5h'``, ``'250ms'`` into a ``timedelta``.
 
-    A unit is required: a bare ``'10'`` is ambiguous and rejected.
+    A lowercase unit is required: a bare ``'10'`` (or ``'10M'``) is ambiguous, so rejected.
     """
     if not isinstance(text, str):
         raise ValueError(f"expected a duration like {DURATION_EXAMPLES}")
@@ -47,7 +47,7 @@ def parse_duration(text: str) -> timedelta:
         match = _DURATION_PART.match(stripped, position)
         if match is None:
             raise ValueError(f"expected a duration like {DURATION_EXAMPLES}")
-        total += float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
+        total += float(match.group(1)) * DURATION_UNITS[match.group(2)]
         position = match.end()
     return total
 

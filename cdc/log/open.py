@@ -31,4 +31,8 @@ def open_log(config: LogConfig) -> Log:
     if config.backend == "file":
         assert config.path is not None  # the config model requires it
         return FileLog(config.path, file_settings(config))
-    raise LogError("the kafka log backend is not available yet; use backend: file")
+    if not config.bootstrap_servers:
+        raise LogError("log.bootstrap_servers: required when backend is 'kafka'")
+    from .kafka import KafkaLog
+
+    return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions)

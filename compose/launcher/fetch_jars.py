@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from .base import ServerError
 from .jars import resolve_jars, spark_kafka_jars
 
 
+def _bundles() -> list[tuple[str, Callable[[], list[Path]]]]:
+    return [("opensearch", lambda: resolve_jars("opensearch")),
+            ("kafka", lambda: resolve_jars("kafka")),
+            ("spark-kafka", spark_kafka_jars)]
+
+
 def main() -> int:
     """Resolve the OpenSearch, Kafka and Spark-Kafka bundles; print one line each."""
-    for bundle, resolve in (("opensearch", lambda: resolve_jars("opensearch")),
-                            ("kafka", lambda: resolve_jars("kafka")),
-                            ("spark-kafka", spark_kafka_jars)):
+    for bundle, resolve in _bundles():
         started = time.monotonic()
         try:
             jars = resolve()
-        except ServerError as exc:
-            print(f"setup: {exc}", file=sys.stderr)
+        except (ServerError, ImportError) as exc:
+            print(f"setup: jars {bundle}: {exc}", file=sys.stderr)
             return 1
         print(f"setup: jars {bundle}: {len(jars)} files ({time.monotonic() - started:.1f} s)")
     return 0

@@ -67,7 +67,7 @@ def _parse_nested(text: str, element: Codec, delimiter: str) -> list[JSONValue]:
         pos = match.end()
         group = match.lastindex
         if group == 1:  # {
-            if not expect_item or root is not None and not stack:
+            if not expect_item or (root is not None and not stack):
                 raise CodecError("array", f"misplaced '{{' before {pos}")
             nested: list[JSONValue] = []
             if stack:
@@ -76,7 +76,7 @@ def _parse_nested(text: str, element: Codec, delimiter: str) -> list[JSONValue]:
                 root = nested
             stack.append(nested)
         elif group == 2:  # }
-            if not stack or expect_item and stack[-1]:
+            if not stack or (expect_item and stack[-1]):
                 raise CodecError("array", f"misplaced '}}' before {pos}")
             stack.pop()
             expect_item = False

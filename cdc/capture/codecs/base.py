@@ -14,7 +14,7 @@ from typing import TypeAlias
 
 from cdc.errors import TerminalError
 
-JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
+JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
 Codec: TypeAlias = Callable[[str], JSONValue]
 
 _ESCAPED_BYTES = re.compile("[\udc80-\udcff]")

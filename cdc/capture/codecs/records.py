@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from .base import Codec, CodecError, JSONValue, unescape_quoted
 
-XX
+_CHUNK = re.compile(r'"((?:[^"\\]|\\.|"")*)"|([^,()"\\]+)|\\(.)', re.S)
 _RANGE = re.compile(r'\s*([\[(](?:"(?:[^"\\]|\\.|"")*"|[^"\\\])\]]|\\.)*[\])])\s*(,|$)', re.S)
 _EMPTY_RANGE: dict[str, JSONValue] = {"lower": None, "upper": None, "lower_inc": False,
                                       "upper_inc": False, "empty": True}

@@ -39,7 +39,7 @@ def test_defaults(load_valid: LoadValid) -> None:
 def test_models_are_frozen(load_valid: LoadValid) -> None:
     config = load_valid(VALID)
     with pytest.raises(ValueError, match="frozen"):
-        config.log.partitions = 5  # type: ignore[misc]
+        config.log.partitions = 5
 
 
 def test_typed_units(load_valid: LoadValid) -> None:

@@ -26,14 +26,13 @@ from cdc.config.units import (
     ("1h30m", timedelta(hours=1, minutes=30)),
     ("1.5h", timedelta(minutes=90)),
     (" 10 s ", timedelta(seconds=10)),
-    ("10S", timedelta(seconds=10)),
     ("0s", timedelta(0)),
 ])
 def test_parse_duration(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "10", "7 days", "-5m", "5 minutes", "h", "1h x", "forever"])
+@pytest.mark.parametrize("text", ["", "10", "7 days", "-5m", "5 minutes", "h", "1h x", "forever", "10M"])
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="expected a duration like"):
         parse_duration(text)

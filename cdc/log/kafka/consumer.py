@@ -1,0 +1,153 @@
+"""The Kafka backend's consumer: a Kafka consumer group member, offsets in Kafka."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from cdc.errors import LogError
+
+from ..records import (
+    Backpressure,
+    BackpressurePolicy,
+    Message,
+    StartAt,
+    StartKind,
+    TopicPartition,
+)
+from .headers import to_message
+
+log = logging.getLogger(__name__)
+
+DROP_CHECK_EVERY_S = 0.5
+TIMEOUT_S = 30.0
+
+
+class KafkaConsumer:
+    """A member of a Kafka consumer group; auto-commit is off, ``commit`` is explicit."""
+
+    def __init__(self, config: dict[str, Any], group: str, *, topics: Sequence[str] = (),
+                 pattern: str | None = None, start: StartAt | None = None,
+                 backpressure: Backpressure | None = None) -> None:
+        if bool(topics) == (pattern is not None):
+            raise ValueError("give either topics or pattern")
+        self._start = start or StartAt.committed()
+        self._backpressure = backpressure or Backpressure()
+        fallback = (self._start.fallback if self._start.kind is StartKind.COMMITTED
+                    else self._start.kind)
+        self._consumer = Consumer({
+            **config, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "latest" if fallback is StartKind.LATEST else "earliest",
+            "partition.assignment.strategy": "roundrobin",
+        })
+        self._config = config
+        self.group = group
+        self._positioned: set[TopicPartition] = set()
+        self._delivered: dict[TopicPartition, int] = {}
+        self._next_drop_check = 0.0
+        self.dropped = 0
+        subscription = list(topics) if pattern is None else [f"^(?:{pattern})$"]
+        self._consumer.subscribe(subscription, on_assign=self._on_assign,
+                                 on_revoke=self._on_revoke)
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        if self._start.kind is not StartKind.COMMITTED:
+            for tp in partitions:
+                key = TopicPartition(tp.topic, tp.partition)
+                if key not in self._positioned:
+                    tp.offset = self._explicit_start(tp)
+                    self._positioned.add(key)
+        consumer.assign(partitions)
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        for tp in partitions:
+            self._delivered.pop(TopicPartition(tp.topic, tp.partition), None)
+
+    def _explicit_start(self, tp: Any) -> int:
+        kind = self._start.kind
+        if kind is StartKind.EARLIEST:
+            return int(OFFSET_BEGINNING)
+        if kind is StartKind.LATEST:
+            return int(OFFSET_END)
+        if kind is StartKind.TIMESTAMP:
+            found = self._consumer.offsets_for_times(
+                [KafkaTopicPartition(tp.topic, tp.partition, self._start.timestamp_ms)],
+                timeout=TIMEOUT_S)
+            return int(found[0].offset) if found[0].offset >= 0 else int(OFFSET_END)
+        return self._offset_for_lsn(tp.topic, tp.partition, self._start.commit_lsn)
+
+    def _offset_for_lsn(self, topic: str, partition: int, lsn: int) -> int:
+        """Binary search for the first record with commit LSN ≥ ``lsn`` (positions are
+        increasing within a partition)."""
+        probe = Consumer({**self._config, "group.id": f"distributary-probe-{self.group}",
+                          "enable.auto.commit": False})
+        try:
+            low, high = probe.get_watermark_offsets(KafkaTopicPartition(topic, partition),
+                                                    timeout=TIMEOUT_S)
+            while low < high:
+                middle = (low + high) // 2
+                probe.assign([KafkaTopicPartition(topic, partition, middle)])
+                found = probe.poll(TIMEOUT_S)
+                if found is None or found.error():
+                    raise LogError(f"cannot read {topic}[{partition}] at offset {middle}")
+                if to_message(found).position.commit_lsn >= lsn:
+                    high = middle
+                else:
+                    low = middle + 1
+            return int(low)
+        finally:
+            probe.close()
+
+    def poll(self, max_records: int = 1000, timeout: float = 1.0) -> list[Message]:
+        """The next records of this member's partitions, waiting up to ``timeout`` s."""
+        if self._backpressure.policy is BackpressurePolicy.DROP and \
+                time.monotonic() >= self._next_drop_check:
+            self._drop_excess()
+        out: list[Message] = []
+        for raw in self._consumer.consume(max_records, timeout):
+            error = raw.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise LogError(f"Kafka consumer error: {error}")
+            message = to_message(raw)
+            out.append(message)
+            self._delivered[TopicPartition(message.topic, message.partition)] = (
+                message.offset + 1)
+        return out
+
+    def _drop_excess(self) -> None:
+        self._next_drop_check = time.monotonic() + DROP_CHECK_EVERY_S
+        for tp in self._consumer.assignment():
+            position = self._consumer.position([tp])[0].offset
+            _, high = self._consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)
+            if position >= 0 and high - position > self._backpressure.max_lag:
+                self.dropped += high - position
+                log.warning("consumer lag %d over %d: dropping to the newest",
+                            high - position, self._backpressure.max_lag)
+                self._consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, high))
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Synchronously commit next offsets (default: just after what ``poll`` returned)."""
+        pending = dict(self._delivered if offsets is None else offsets)
+        if pending:
+            self._consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, off)
+                                           for tp, off in pending.items()],
+                                  asynchronous=False)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this member reads now."""
+        return {TopicPartition(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Read ``partition`` from ``offset`` on."""
+        self._consumer.seek(KafkaTopicPartition(partition.topic, partition.partition, offset))
+
+    def close(self) -> None:
+        """Leave the group."""
+        self._consumer.close()

@@ -1,0 +1,57 @@
+"""``KafkaLog``: the same log contract on a Kafka cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..records import Backpressure, BackpressurePolicy, StartAt
+from .admin import KafkaAdmin
+from .consumer import KafkaConsumer
+from .producer import KafkaProducer
+
+
+class KafkaLog:
+    """Topics on Kafka; consumer groups are Kafka groups, offsets live in Kafka.
+
+    Backpressure ``block`` is enforced for groups whose consumers this process created
+    (``cdc run`` runs capture and connectors together); Kafka keeps no such policy.
+    """
+
+    def __init__(self, bootstrap_servers: Sequence[str], *, default_partitions: int = 3,
+                 client_config: dict[str, Any] | None = None) -> None:
+        self._config: dict[str, Any] = {"bootstrap.servers": ",".join(bootstrap_servers),
+                                        **(client_config or {})}
+        self._admin = KafkaAdmin(self._config, default_partitions)
+        self._producer: KafkaProducer | None = None
+        self._blocking: dict[str, int] = {}
+
+    def producer(self) -> KafkaProducer:
+        """The producer (created on first call)."""
+        if self._producer is None:
+            self._producer = KafkaProducer(self._config, self._admin)
+        return self._producer
+
+    def consumer(self, group: str, *, topics: Sequence[str] = (), pattern: str | None = None,
+                 start: StartAt | None = None,
+                 backpressure: Backpressure | None = None) -> KafkaConsumer:
+        """A new member of Kafka consumer group ``group``."""
+        if backpressure is not None and backpressure.policy is BackpressurePolicy.BLOCK:
+            self._blocking[group] = backpressure.max_lag
+        return KafkaConsumer(self._config, group, topics=topics, pattern=pattern, start=start,
+                             backpressure=backpressure)
+
+    def admin(self) -> KafkaAdmin:
+        """Topics, watermarks and group offsets."""
+        return self._admin
+
+    def blocking_lag_exceeded(self) -> bool:
+        """True when a ``block`` group of this process lags beyond its bound."""
+        return any(lag.lag > bound for group, bound in self._blocking.items()
+                   for lag in self._admin.group_lag(group))
+
+    def close(self) -> None:
+        """Flush the producer."""
+        if self._producer is not None:
+            self._producer.close()
+            self._producer = None
