@@ -110,12 +110,14 @@ def _positive_duration(value: object) -> timedelta:
 def _retention_time(value: object) -> timedelta | None:
     if value is None or isinstance(value, timedelta):
         return value
+    expected = f"expected 'forever' or a duration like {units.DURATION_EXAMPLES}"
+    if not isinstance(value, str):
+        raise ValueError(expected)
     try:
-        duration = units.parse_retention_time(value) if isinstance(value, str) else None
-        return duration if duration is None else _positive_duration(duration)
+        duration = units.parse_retention_time(value)
+        return None if duration is None else _positive_duration(duration)
     except ValueError:
-        raise ValueError(f"expected 'forever' or a duration like "
-                         f"{units.DURATION_EXAMPLES}") from None
+        raise ValueError(expected) from None
 
 
 def _size(value: object) -> int:

@@ -10,7 +10,8 @@ from ..records import NO_POSITION, Message, Position, Record
 
 def record_headers(record: Record) -> list[tuple[str, str | bytes | None]]:
     """Headers carrying what the file backend keeps in its line."""
-    headers: list[tuple[str, str | bytes | None]] = [("lsn", b"%d" % record.position.commit_lsn), ("seq", b"%d" % record.position.seq)]
+    headers: list[tuple[str, str | bytes | None]] = [
+        ("lsn", b"%d" % record.position.commit_lsn), ("seq", b"%d" % record.position.seq)]
     if record.tombstone:
         headers.append(("del", b"1"))
     return headers
