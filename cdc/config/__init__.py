@@ -7,18 +7,16 @@ The field types (``Duration``, ``DataSize``, ``HttpUrl``) and ``ConfigModel`` ar
 for the sinks' own config models.
 """
 
+from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.connector import BackpressureConfig, ConnectorConfig
 from cdc.config.event_log import CompactionConfig, LogConfig, RetentionConfig
 from cdc.config.fields import (
-    ConfigModel,
     DataSize,
     Duration,
     HttpUrl,
-    Loc,
     RetentionSize,
     RetentionTime,
     literal_parts,
-    raise_field_problems,
     template_validator,
     url_validator,
 )

@@ -25,7 +25,7 @@ F = TypeVar("F", bound=Callable[..., object])
 def config_option(command: F) -> F:
     """``-c/--config FILE`` (default ``pipeline.yaml``, or ``$DISTRIBUTARY_CONFIG``)."""
     option = click.option(
-        "-c", "--config", "config_path", type=click.Path(path_type=Path, dir_okay=True),
+        "-c", "--config", "config_path", type=click.Path(path_type=Path),
         default=DEFAULT_CONFIG, show_default=True, envvar="DISTRIBUTARY_CONFIG",
         help="The pipeline file.")
     return option(command)

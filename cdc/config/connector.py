@@ -17,14 +17,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from cdc.config.fields import (
-    ConfigModel,
-    Duration,
-    Loc,
-    RegexPattern,
-    TopicName,
-    raise_field_problems,
-)
+from cdc.config.base import ConfigModel, Loc, raise_field_problems
+from cdc.config.fields import Duration, RegexPattern, TopicName
 from connectors.registry import SinkLoadError, load_sink, sink_entry_points
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from cdc.config.fields import contains_secret
+from cdc.config.base import contains_secret
 from cdc.config.navigation import field_annotation
 from cdc.config.secrets import Redactor
 from cdc.config.yaml_source import YamlPath

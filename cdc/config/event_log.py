@@ -9,16 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from cdc.config.fields import (
-    ConfigModel,
-    DataSize,
-    Duration,
-    Loc,
-    RetentionSize,
-    RetentionTime,
-    TopicName,
-    raise_field_problems,
-)
+from cdc.config.base import ConfigModel, Loc, raise_field_problems
+from cdc.config.fields import DataSize, Duration, RetentionSize, RetentionTime, TopicName
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):\d{1,5}")
 

@@ -7,9 +7,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, field_validator
 
+from cdc.config.base import ConfigModel, raise_field_problems
 from cdc.config.connector import ConnectorConfig, duplicate_names
 from cdc.config.event_log import LogConfig
-from cdc.config.fields import ConfigModel, ScalarText, raise_field_problems
+from cdc.config.fields import ScalarText
 from cdc.config.source import SourceConfig
 
 

@@ -11,7 +11,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
 
-from cdc.config.fields import strip_optional
+from cdc.config.base import strip_optional
 from cdc.config.yaml_source import YamlPath
 
 _SEQUENCES = (list, tuple, set, frozenset)

@@ -11,8 +11,8 @@ import difflib
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from cdc.config.base import SECRET_FILE_SUFFIX, is_secret_annotation
 from cdc.config.document import ConfigDocument
-from cdc.config.fields import SECRET_FILE_SUFFIX, is_secret_annotation
 from cdc.config.yaml_source import YamlPath
 
 _EXPECTED: dict[str, str] = {
@@ -116,9 +116,10 @@ def describe_error(error: ErrorDetails, document: ConfigDocument) -> tuple[YamlP
         return loc, error["msg"]
     if is_key:
         return loc, f"bad key {show_value(loc[-1])}; {expected}"
-    if document.is_sensitive(loc):
+    shown = document.redactor.scrub(show_value(error.get("input")))
+    if document.is_sensitive(loc) or document.redactor.leaks(shown):
         return loc, expected
-    return loc, f"{expected}, got {show_value(error.get('input'))}"
+    return loc, f"{expected}, got {shown}"
 
 
 def validation_problems(exc: ValidationError, document: ConfigDocument

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
+from cdc.config.base import SECRET_FILE_SUFFIX, contains_secret, is_secret_annotation
 from cdc.config.conninfo import dsn_secrets
-from cdc.config.fields import SECRET_FILE_SUFFIX, contains_secret, is_secret_annotation
 from cdc.config.navigation import field_annotation
 from cdc.config.yaml_source import YamlPath
 
@@ -114,13 +114,25 @@ def secret_values(data: object, models: dict[YamlPath, type[BaseModel]]) -> set[
 
 
 class Redactor:
-    """Replaces known secrets in text with ``'***'``, longest first."""
+    """Keeps known secrets out of text.
+
+    Secrets of ``MIN_SCRUBBED`` characters or more are replaced by ``***`` wherever they
+    occur; shorter ones would mangle ordinary words, so text holding one is not shown.
+    """
+
+    MIN_SCRUBBED = 4
 
     def __init__(self, secrets: set[str]) -> None:
-        self._secrets = sorted(secrets, key=len, reverse=True)
+        ordered = sorted(secrets, key=len, reverse=True)
+        self._long = [secret for secret in ordered if len(secret) >= self.MIN_SCRUBBED]
+        self._short = [secret for secret in ordered if len(secret) < self.MIN_SCRUBBED]
 
     def scrub(self, text: str) -> str:
-        """``text`` with every known secret (and its ``repr``) replaced."""
-        for secret in self._secrets:
+        """``text`` with every long-enough secret (and its ``repr``) replaced."""
+        for secret in self._long:
             text = text.replace(repr(secret), REDACTED).replace(secret, "***")
         return text
+
+    def leaks(self, text: str) -> bool:
+        """True if ``text``, once scrubbed, would still show a (short) secret."""
+        return any(secret in text for secret in self._short)

@@ -8,17 +8,9 @@ from typing import Literal
 from psycopg.conninfo import make_conninfo
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.conninfo import parse_dsn
-from cdc.config.fields import (
-    ConfigModel,
-    Duration,
-    Loc,
-    PgIdentifier,
-    PostgresDsn,
-    SlotName,
-    TableName,
-    raise_field_problems,
-)
+from cdc.config.fields import Duration, PgIdentifier, PostgresDsn, SlotName, TableName
 
 SnapshotMode = Literal["initial", "never", "always", "initial_only"]
 

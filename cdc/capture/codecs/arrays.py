@@ -23,8 +23,9 @@ _DIMENSIONS = re.compile(r"(?:\[-?[0-9]+:-?[0-9]+\])+=")
 @functools.cache
 def _tokens(delimiter: str) -> re.Pattern[str]:
     d = re.escape(delimiter)
-    return re.compile(rf'\s*(?:(\{{)|(\}})|({d})|"((?:[^"\\]|\\.)*)"|([^{{}}"\\\s{d}]+))\s*',
-                      re.S)
+    space = "[ \t\n\r\v\f]*"  # array_isspace: ASCII whitespace only
+    return re.compile(rf'{space}(?:(\{{)|(\}})|({d})|"((?:[^"\\]|\\.)*)"'
+                      rf'|([^{{}}"\\ \t\n\r\v\f{d}]+)){space}', re.S)
 
 
 def array_codec(element: Codec, delimiter: str = ",") -> Codec:

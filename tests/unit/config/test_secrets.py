@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cdc.cli import main
+from cdc.config.secrets import Redactor
 from tests.unit.config.conftest import VALID, LoadProblems, WriteConfig, variant
 
 SECRET = "Sup3r-S3cret"
@@ -72,3 +73,17 @@ def test_cli_output_has_no_secret(write_config: WriteConfig) -> None:
     assert result.exit_code == 2
     assert "source.password: the DSN already contains a password" in result.stdout
     assert SECRET not in result.output
+
+
+def test_short_secret_hides_the_value_without_mangling_the_message(
+        load_problems: LoadProblems) -> None:
+    problems = load_problems(VALID + REDIS.format(url="http://:a@h:6379", ttl="1m"))
+    assert problems == ["connectors[1].config.url: expected a URL starting with redis:// or "
+                        "rediss:// or unix:// (line 18)"]
+
+
+def test_redactor() -> None:
+    redactor = Redactor({"hunter2", "ab"})
+    assert redactor.scrub("got 'hunter2' and hunter2!") == "got '***' and ***!"
+    assert redactor.scrub("a cab") == "a cab"
+    assert redactor.leaks("a cab") and not redactor.leaks("a c")

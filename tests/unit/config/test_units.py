@@ -32,7 +32,8 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "10", "7 days", "-5m", "5 minutes", "h", "1h x", "forever", "10M"])
+@pytest.mark.parametrize(
+    "text", ["", "10", "7 days", "-5m", "5 minutes", "h", "1h x", "forever", "10M"])
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="expected a duration like"):
         parse_duration(text)

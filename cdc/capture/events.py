@@ -1,0 +1,180 @@
+"""Change events from decoded pgoutput rows (ARCHITECTURE.md, "The event").
+
+An event is encoded in two steps so the hot path serialises each row once: the *body*
+(``op``, ``key``, ``before``, ``after``, ``unchanged``, ``schema_version``) when the row
+arrives, and the ``source`` block spliced in when the commit position is known (at once
+for a normal transaction, at Stream Commit for a streamed one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import orjson
+
+from .codecs import Codec, JSONValue
+from .lsn import format_lsn
+from .pgoutput import UNCHANGED_TOAST, Relation, TupleValue
+
+Row = dict[str, JSONValue]
+
+
+@dataclass(frozen=True, slots=True)
+class TableShape:
+    """What the builder needs of one relation: names, codecs, key columns, version."""
+
+    oid: int
+    schema: str
+    table: str
+    topic: str
+    columns: tuple[str, ...]
+    codecs: tuple[Codec, ...]
+    key_indexes: tuple[int, ...]
+    schema_version: int
+    source_names: bytes  # '"schema":"…","table":"…"', encoded once per table
+
+    @classmethod
+    def of(cls, relation: Relation, topic: str, codecs: tuple[Codec, ...],
+           key_columns: Sequence[str] | None, schema_version: int) -> TableShape:
+        """The shape of ``relation``; ``key_columns`` overrides the replica-identity flags
+        (REPLICA IDENTITY FULL flags every column: the primary key is the key then)."""
+        names = tuple(c.name for c in relation.columns)
+        if key_columns:
+            keys = tuple(names.index(k) for k in key_columns if k in names)
+        else:
+            keys = tuple(i for i, c in enumerate(relation.columns) if c.key)
+        if not keys:
+            keys = tuple(range(len(names)))
+        names_json = b'"schema":%s,"table":%s' % (orjson.dumps(relation.namespace),
+                                                   orjson.dumps(relation.name))
+        return cls(relation.oid, relation.namespace, relation.name, topic, names, codecs,
+                   keys, schema_version, names_json)
+
+
+@dataclass(slots=True)
+class PendingEvent:
+    """An event waiting for its source block: topic, key bytes, body bytes."""
+
+    topic: str
+    key: bytes
+    body: bytes
+    lsn: int
+    tombstone: bool
+    source_names: bytes
+
+
+def _decode_row(shape: TableShape, values: Sequence[TupleValue]) -> tuple[Row, list[str]]:
+    row: Row = {}
+    unchanged: list[str] = []
+    for name, codec, value in zip(shape.columns, shape.codecs, values, strict=False):
+        if value is None:
+            row[name] = None
+        elif value is UNCHANGED_TOAST:
+            unchanged.append(name)
+        elif isinstance(value, str):
+            row[name] = codec(value)
+        else:  # binary format is never requested
+            row[name] = value.hex()
+    return row, unchanged
+
+
+def _key(shape: TableShape, values: Sequence[TupleValue]) -> Row:
+    key: Row = {}
+    for i in shape.key_indexes:
+        value = values[i] if i < len(values) else None
+        name = shape.columns[i]
+        key[name] = shape.codecs[i](value) if isinstance(value, str) else None
+    return key
+
+
+def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: list[str],
+          version: int) -> bytes:
+    return orjson.dumps({"op": op, "key": key, "before": before, "after": after,
+                         "unchanged": unchanged, "schema_version": version})
+
+
+def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
+    """``c``: a new row."""
+    after, unchanged = _decode_row(shape, new)
+    key = _key(shape, new)
+    return [PendingEvent(shape.topic, orjson.dumps(key),
+                         _body("c", key, None, after, unchanged, shape.schema_version),
+                         lsn, False, shape.source_names)]
+
+
+def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleValue] | None,
+                  new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
+    """``u``; when the key itself changed, a ``d`` of the old key then a ``c`` of the new
+    one, so every key's history stays in its own partition."""
+    after, unchanged = _decode_row(shape, new)
+    key = _key(shape, new)
+    before: Row | None = None
+    if old is not None and old_kind == "O":
+        before, _ = _decode_row(shape, old)
+    old_key = _key(shape, old) if old is not None else key
+    if old_key != key:
+        return [PendingEvent(shape.topic, orjson.dumps(old_key),
+                             _body("d", old_key, before, None, [], shape.schema_version),
+                             lsn, True, shape.source_names),
+                PendingEvent(shape.topic, orjson.dumps(key),
+                             _body("c", key, None, after, unchanged, shape.schema_version),
+                             lsn, False, shape.source_names)]
+    return [PendingEvent(shape.topic, orjson.dumps(key),
+                         _body("u", key, before, after, unchanged, shape.schema_version),
+                         lsn, False, shape.source_names)]
+
+
+def delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
+                  lsn: int) -> list[PendingEvent]:
+    """``d``: the row is gone; ``before`` is the old row under REPLICA IDENTITY FULL."""
+    key = _key(shape, old)
+    before, _ = _decode_row(shape, old) if old_kind == "O" else (None, [])
+    return [PendingEvent(shape.topic, orjson.dumps(key),
+                         _body("d", key, before, None, [], shape.schema_version), lsn, True,
+                         shape.source_names)]
+
+
+def truncate_event(shape: TableShape, cascade: bool, restart_identity: bool,
+                   lsn: int) -> PendingEvent:
+    """``t``: every row of the table is gone (key ``{}``: compaction keeps the last)."""
+    body = orjson.dumps({"op": "t", "key": {}, "before": None, "after": None, "unchanged": [],
+                         "truncate": {"cascade": cascade, "restart_identity": restart_identity},
+                         "schema_version": shape.schema_version})
+    return PendingEvent(shape.topic, b"{}", body, lsn, False, shape.source_names)
+
+
+def message_event(topic: str, prefix: str, content: bytes, transactional: bool,
+                  lsn: int) -> PendingEvent:
+    """A logical decoding message (``pg_logical_emit_message``): op ``m``."""
+    try:
+        payload: JSONValue = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        payload = content.decode("utf-8", "backslashreplace")
+    body = orjson.dumps({"op": "m", "key": {"prefix": prefix}, "before": None,
+                         "after": None, "unchanged": [],
+                         "message": {"prefix": prefix, "content": payload,
+                                     "transactional": transactional},
+                         "schema_version": 1})
+    return PendingEvent(topic, orjson.dumps({"prefix": prefix}), body, lsn, False,
+                        b'"schema":null,"table":null')
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """What every event of one transaction shares in its source block."""
+
+    db: bytes  # JSON string
+    commit_lsn: int
+    txid: int
+    commit_ts: str
+    snapshot: bool = False
+
+
+def complete(event: PendingEvent, commit: CommitInfo, seq: int) -> bytes:
+    """The event's final bytes: its body with the ``source`` block as the last field."""
+    return b'%s,"source":{"db":%s,%s,"lsn":"%s","commit_lsn":"%s","seq":%d,"txid":%d,' \
+        b'"commit_ts":"%s","snapshot":%s}}' % (
+            event.body[:-1], commit.db, event.source_names, format_lsn(event.lsn).encode(),
+            format_lsn(commit.commit_lsn).encode(), seq, commit.txid,
+            commit.commit_ts.encode(), b"true" if commit.snapshot else b"false")

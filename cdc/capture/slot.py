@@ -1,0 +1,111 @@
+"""The publication and the replication slot: created when missing, checked at start."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from cdc.errors import SourceError
+
+from .lsn import parse_lsn
+from .replication import ReplicationConnection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotState:
+    """A row of ``pg_replication_slots`` that matters to the capture."""
+
+    name: str
+    plugin: str | None
+    database: str | None
+    active: bool
+    active_pid: int | None
+    confirmed_flush_lsn: int | None
+    wal_status: str | None
+    retained_bytes: int | None
+
+
+def split_table(name: str) -> tuple[str, str]:
+    """``'public.orders'`` → ``('public', 'orders')``."""
+    schema, _, table = name.partition(".")
+    return (schema, table) if table else ("public", schema)
+
+
+def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
+    """The slot's state, or None when it does not exist."""
+    row = conn.execute(
+        "SELECT slot_name, plugin, database, active, active_pid, confirmed_flush_lsn::text,"
+        " wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint"
+        " FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
+    if row is None:
+        return None
+    return SlotState(row[0], row[1], row[2], bool(row[3]), row[4],
+                     parse_lsn(row[5]) if row[5] else None, row[6],
+                     int(row[7]) if row[7] is not None else None)
+
+
+def ensure_publication(conn: psycopg.Connection[Any], publication: str,
+                       tables: tuple[str, ...]) -> None:
+    """Create the publication (for ``tables``, or all tables) or add tables it lacks."""
+    row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s",
+                       (publication,)).fetchone()
+    names = [sql.Identifier(*split_table(t)) for t in tables]
+    if row is None:
+        target = (sql.SQL("FOR TABLE {}").format(sql.SQL(", ").join(names)) if names
+                  else sql.SQL("FOR ALL TABLES"))
+        conn.execute(sql.SQL("CREATE PUBLICATION {} {} WITH (publish_via_partition_root = true)")
+                     .format(sql.Identifier(publication), target))
+        log.info("created publication %s", publication)
+        return
+    if row[0] or not tables:
+        return
+    present = {f"{s}.{t}" for s, t in conn.execute(
+        "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
+        (publication,)).fetchall()}
+    missing = [t for t in tables if ".".join(split_table(t)) not in present]
+    for table in missing:
+        conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
+            sql.Identifier(publication), sql.Identifier(*split_table(table))))
+        log.info("added %s to publication %s", table, publication)
+
+
+def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str) -> SlotState:
+    """Create the pgoutput slot if missing; refuse a slot that cannot be used."""
+    state = read_slot(conn, slot)
+    if state is None:
+        with ReplicationConnection(dsn) as repl:
+            repl.create_slot(slot)
+        log.info("created replication slot %s", slot)
+        state = read_slot(conn, slot)
+        assert state is not None
+    dbname = conn.info.dbname
+    if state.plugin != "pgoutput":
+        raise SourceError(f"slot {slot!r} uses plugin {state.plugin!r}, not pgoutput; drop it "
+                          f"(SELECT pg_drop_replication_slot('{slot}')) or configure another")
+    if state.database != dbname:
+        raise SourceError(f"slot {slot!r} belongs to database {state.database!r}, not "
+                          f"{dbname!r}; configure another slot name")
+    if state.wal_status == "lost":
+        raise SourceError(f"slot {slot!r} lost WAL it needed (wal_status=lost): changes were "
+                          "missed. Recover: drop the slot, let the capture re-create it and "
+                          "re-snapshot (cdc snapshot)")
+    if state.active and state.active_pid is not None:
+        raise SourceError(f"slot {slot!r} is in use by another process (pid "
+                          f"{state.active_pid}); only one capture may read a slot")
+    return state
+
+
+def primary_key(conn: psycopg.Connection[Any], relation_oid: int) -> list[str]:
+    """The primary-key column names of a table, in key order (empty if none)."""
+    rows = conn.execute(
+        "SELECT a.attname FROM pg_index i"
+        " JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) ON true"
+        " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+        " WHERE i.indrelid = %s AND i.indisprimary ORDER BY k.n", (relation_oid,)).fetchall()
+    return [r[0] for r in rows]
