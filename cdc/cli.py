@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cdc.capture.commands import capture
 from cdc.config.commands import config_schema, validate
 from cdc.log.commands import log_group
 
@@ -17,3 +18,4 @@ def main() -> None:
 main.add_command(validate)
 main.add_command(config_schema)
 main.add_command(log_group)
+main.add_command(capture)

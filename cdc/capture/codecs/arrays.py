@@ -47,11 +47,13 @@ def parse_array(text: str, element: Codec, delimiter: str = ",") -> list[JSONVal
     if len(text) < 2 or text[0] != "{" or text[-1] != "}":
         raise CodecError("array", "expected {…}")
     inner = text[1:-1]
-    if '"' not in inner and "{" not in inner and "\\" not in inner:  # flat and unquoted
-        if not inner:
-            return []
-        return [None if item == "NULL" else element(item)
-                for item in inner.split(delimiter)]
+    if not inner:
+        return []
+    if '"' not in inner and "{" not in inner and "}" not in inner and "\\" not in inner:
+        items = inner.split(delimiter)  # flat and unquoted: the common case
+        if "" in items:
+            raise CodecError("array", "empty element")
+        return [None if item == "NULL" else element(item) for item in items]
     return _parse_nested(text, element, delimiter)
 
 

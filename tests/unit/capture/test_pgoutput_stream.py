@@ -40,12 +40,12 @@ def test_a_streamed_transaction_from_start_to_commit() -> None:
     assert isinstance(relation, Relation)
     assert relation.xid == XID
     assert decoder.decode(wire.insert(ORDERS_OID, ROW, xid=XID)) == Insert(
-        ORDERS_OID, tuple(ROW), XID)
+        ORDERS_OID, wire.expected(ROW), XID)
     assert decoder.decode(wire.update(ORDERS_OID, ROW, old=ROW, kind=b"O", xid=XID)) == Update(
-        ORDERS_OID, "O", tuple(ROW), tuple(ROW), XID)
+        ORDERS_OID, "O", wire.expected(ROW), wire.expected(ROW), XID)
     key: list[wire.Value] = ["1", None, None, None, None, None]
     assert decoder.decode(wire.delete(ORDERS_OID, key, xid=XID)) == Delete(
-        ORDERS_OID, "K", tuple(key), XID)
+        ORDERS_OID, "K", wire.expected(key), XID)
     assert decoder.decode(wire.truncate([ORDERS_OID], 3, xid=XID)) == Truncate(
         (ORDERS_OID,), True, True, XID)
     assert decoder.decode(wire.message("p", b"c", 5, xid=XID)) == LogicalMessage(

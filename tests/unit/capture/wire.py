@@ -9,7 +9,14 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from cdc.capture.pgoutput import UNCHANGED_TOAST, TupleValue
+
 Value = str | bytes | None | tuple[str]  # ("u",) stands for an unchanged TOAST value
+
+
+def expected(values: Sequence[Value]) -> tuple[TupleValue, ...]:
+    """The tuple the decoder should produce for ``values``."""
+    return tuple(UNCHANGED_TOAST if isinstance(v, tuple) else v for v in values)
 
 
 def cstring(text: str) -> bytes:

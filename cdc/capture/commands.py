@@ -1,0 +1,46 @@
+"""``cdc capture -c FILE``: run the capture alone until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from cdc.config.commands import config_option, load_config_or_exit
+from cdc.errors import DistributaryError
+from cdc.log.open import open_log
+
+from .runner import Capture
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (the capture then flushes and stops)."""
+    stop = threading.Event()
+
+    def _handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    return stop
+
+
+@click.command()
+@config_option
+def capture(config_path: Path) -> None:
+    """Stream the configured slot into the log (logs LSN, events and acknowledgements)."""
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = load_config_or_exit(config_path)
+    event_log = open_log(config.log)
+    stop = stop_on_signals()
+    try:
+        Capture(config, event_log).run(stop)
+    except DistributaryError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        event_log.close()

@@ -1,0 +1,200 @@
+"""The capture: PostgreSQL's logical replication stream → durable log records → ack.
+
+One session = one replication connection. Records are appended in groups (several
+small transactions per durable append); only after ``append`` returned is the end LSN
+of the last complete transaction acknowledged (invariant 1). Keepalive positions are
+acknowledged only when nothing is pending. On a connection failure the session ends and
+``run`` reconnects with exponential backoff; the resume filter then drops what PostgreSQL
+resends and the log already holds (invariant 2).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from cdc.config import PipelineConfig
+from cdc.errors import SourceError
+from cdc.log import Log, StartAt
+
+from .lsn import format_lsn
+from .pgoutput import PgOutputDecoder
+from .replication import Keepalive, ReplicationConnection
+from .resume import ResumeFilter
+from .shapes import ShapeRegistry, versions_from_log
+from .slot import ensure_publication, ensure_slot
+from .spool import StreamSpool
+from .transactions import TransactionAssembler
+
+log = logging.getLogger(__name__)
+
+STATUS_EVERY_S = 10.0
+PROGRESS_EVERY_S = 10.0
+HEARTBEAT_PREFIX = "distributary.heartbeat"
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureSettings:
+    """Batching and retry tunables."""
+
+    batch_events: int = 5_000
+    batch_delay_s: float = 0.05
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 30.0
+
+
+@dataclass(slots=True)
+class CaptureStats:
+    """What the capture did so far (for logs and metrics)."""
+
+    events: int = 0
+    acked_lsn: int = 0
+    server_lsn: int = 0
+    sessions: int = 0
+    skipped_on_resume: int = 0
+
+
+class Capture:
+    """Streams one slot into the log until ``stop`` is set."""
+
+    def __init__(self, config: PipelineConfig, event_log: Log,
+                 settings: CaptureSettings | None = None) -> None:
+        self.config = config
+        self.log = event_log
+        self.settings = settings or CaptureSettings()
+        self.stats = CaptureStats()
+        self.producer = event_log.producer()
+
+    def run(self, stop: threading.Event) -> None:
+        """Capture until ``stop``; reconnect with backoff after source failures."""
+        delay = self.settings.backoff_initial_s
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self._session(stop)
+            except (SourceError, psycopg.OperationalError) as exc:
+                if time.monotonic() - started > 30:
+                    delay = self.settings.backoff_initial_s
+                log.warning("replication interrupted: %s; reconnecting in %.1f s", exc, delay,
+                            extra={"slot": self.config.source.slot})
+                stop.wait(delay)
+                delay = min(delay * 2, self.settings.backoff_max_s)
+
+    # -- one session ------------------------------------------------------------------
+    def _session(self, stop: threading.Event) -> None:
+        source = self.config.source
+        dsn = source.conninfo()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            ensure_publication(conn, source.publication, source.tables)
+            ensure_slot(conn, dsn, source.slot)
+        catalog_conn = psycopg.connect(dsn, autocommit=True)
+        spool = StreamSpool()
+        repl = ReplicationConnection(dsn)
+        self.stats.sessions += 1
+        try:
+            shapes = ShapeRegistry(catalog_conn, self.config.topic_prefix,
+                                   self._known_schema_versions())
+            assembler = TransactionAssembler(
+                shapes, spool, source.database or "", f"{self.config.topic_prefix}.messages",
+                frozenset(source.messages_prefixes))
+            resume = ResumeFilter(self.producer, self._existing_topics())
+            repl.start(source.slot, [source.publication])
+            decoder = PgOutputDecoder(2 if repl.server_version >= 140000 else 1)
+            self._stream(stop, repl, decoder, assembler, resume, catalog_conn)
+        finally:
+            repl.close()
+            spool.close()
+            catalog_conn.close()
+
+    def _existing_topics(self) -> list[str]:
+        prefix = f"{self.config.topic_prefix}."
+        return [t for t in self.log.admin().topics() if t.startswith(prefix)]
+
+    def _known_schema_versions(self) -> dict[str, Any]:
+        topic = f"{self.config.topic_prefix}._schemas"
+        if topic not in self.log.admin().topics():
+            return {}
+        consumer = self.log.consumer(f"{self.config.topic_prefix}-capture-schemas",
+                                     topics=[topic], start=StartAt.earliest())
+        seen: list[tuple[bytes, bytes]] = []
+        try:
+            while batch := consumer.poll(1000, timeout=0.5):
+                seen.extend((m.key, m.value) for m in batch)
+        finally:
+            consumer.close()
+        return versions_from_log(seen)
+
+    def _stream(self, stop: threading.Event, repl: ReplicationConnection,
+                decoder: PgOutputDecoder, assembler: TransactionAssembler,
+                resume: ResumeFilter, catalog_conn: psycopg.Connection[Any]) -> None:
+        settings = self.settings
+        batch_started = 0.0
+        next_status = next_progress = time.monotonic() + STATUS_EVERY_S
+        heartbeat = self.config.source.heartbeat_interval
+        heartbeat_s = heartbeat.total_seconds() if heartbeat else None
+        last_data = time.monotonic()
+        while not stop.is_set():
+            waiting = bool(assembler.ready)
+            message = repl.read(0.0 if waiting else 0.5)
+            now = time.monotonic()
+            if message is None:
+                if assembler.ready:
+                    self._flush(repl, assembler, resume)
+                elif heartbeat_s and now - last_data >= heartbeat_s:
+                    catalog_conn.execute("SELECT pg_logical_emit_message(false, %s, '')",
+                                         (HEARTBEAT_PREFIX,))
+                    last_data = now
+            elif isinstance(message, Keepalive):
+                self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
+                if assembler.idle and not assembler.ready:
+                    assembler.ack_lsn = max(assembler.ack_lsn, message.wal_end)
+                    self._acknowledge(repl, assembler.ack_lsn, reply=False)
+                if message.reply_requested:
+                    self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
+            else:
+                last_data = now
+                if not assembler.ready:
+                    batch_started = now
+                assembler.feed(decoder.decode(message.payload), message.start_lsn)
+                if assembler.idle and message.end_lsn > assembler.ack_lsn \
+                        and not assembler.ready:
+                    assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message
+                if len(assembler.ready) >= settings.batch_events or (
+                        assembler.ready and now - batch_started >= settings.batch_delay_s):
+                    self._flush(repl, assembler, resume)
+            if now >= next_status:
+                next_status = now + STATUS_EVERY_S
+                if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:
+                    self._acknowledge(repl, assembler.ack_lsn, reply=False)
+                self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
+            if now >= next_progress:
+                next_progress = now + PROGRESS_EVERY_S
+                log.info("capture at %s: %d events, acknowledged %s",
+                         format_lsn(self.stats.server_lsn), self.stats.events,
+                         format_lsn(self.stats.acked_lsn),
+                         extra={"slot": self.config.source.slot})
+        if assembler.ready:
+            self._flush(repl, assembler, resume)
+
+    def _flush(self, repl: ReplicationConnection, assembler: TransactionAssembler,
+               resume: ResumeFilter) -> None:
+        records = assembler.ready
+        assembler.ready = []
+        fresh = resume.fresh(records)
+        self.stats.skipped_on_resume += len(records) - len(fresh)
+        if fresh:
+            self.producer.append(fresh)  # durable when it returns
+            self.stats.events += len(fresh)
+        self._acknowledge(repl, assembler.ack_lsn, reply=False)
+
+    def _acknowledge(self, repl: ReplicationConnection, lsn: int, *, reply: bool,
+                     force: bool = False) -> None:
+        if lsn > self.stats.acked_lsn or force:
+            self.stats.acked_lsn = max(self.stats.acked_lsn, lsn)
+            repl.send_status(write=self.stats.acked_lsn, flush=self.stats.acked_lsn,
+                             reply=reply)

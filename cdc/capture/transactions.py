@@ -1,0 +1,166 @@
+"""Turning decoded pgoutput messages into log records, one transaction at a time.
+
+``TransactionAssembler`` is sans-IO: it takes each decoded message with the WAL position
+it arrived at and fills ``ready`` with complete records, numbering each event of a
+transaction ``(commit_lsn, seq)``. ``ack_lsn`` is the end LSN of the last transaction
+whose every record is in ``ready`` (or was taken from it): what may be acknowledged to
+PostgreSQL once those records are durable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+
+from cdc.log import Position, Record
+
+from .codecs import pg_micros_to_iso
+from .events import (
+    CommitInfo,
+    PendingEvent,
+    complete,
+    delete_events,
+    insert_events,
+    message_event,
+    truncate_event,
+    update_events,
+)
+from .pgoutput import (
+    Begin,
+    Commit,
+    Delete,
+    Insert,
+    LogicalMessage,
+    Message,
+    Relation,
+    StreamAbort,
+    StreamCommit,
+    StreamStart,
+    StreamStop,
+    Truncate,
+    TypeMsg,
+    Update,
+)
+from .shapes import ShapeRegistry
+from .spool import StreamSpool
+
+
+@dataclass(slots=True)
+class _OpenTransaction:
+    commit: CommitInfo
+    seq: int = 0
+
+
+@dataclass(slots=True)
+class TransactionAssembler:
+    """Decoded messages in, complete records out (see the module docstring)."""
+
+    shapes: ShapeRegistry
+    spool: StreamSpool
+    database: str
+    messages_topic: str
+    message_prefixes: frozenset[str]
+    ready: list[Record] = field(default_factory=list)
+    ack_lsn: int = 0
+    _open: _OpenTransaction | None = None
+    _stream_xid: int | None = None
+    _db_json: bytes = b"null"
+
+    def __post_init__(self) -> None:
+        self._db_json = orjson.dumps(self.database)
+
+    @property
+    def idle(self) -> bool:
+        """True between transactions with no streamed transaction open."""
+        return self._open is None and self.spool.open_transactions() == 0
+
+    def feed(self, message: Message, wal_lsn: int) -> None:
+        """Apply one decoded message that arrived at ``wal_lsn``."""
+        kind = type(message)
+        if kind is Insert:
+            assert isinstance(message, Insert)
+            shape = self.shapes.get(message.relation_oid)
+            self._emit(insert_events(shape, message.new, wal_lsn), message.xid)
+        elif kind is Update:
+            assert isinstance(message, Update)
+            shape = self.shapes.get(message.relation_oid)
+            self._emit(update_events(shape, message.old_kind, message.old, message.new,
+                                     wal_lsn), message.xid)
+        elif kind is Delete:
+            assert isinstance(message, Delete)
+            shape = self.shapes.get(message.relation_oid)
+            self._emit(delete_events(shape, message.old_kind, message.old, wal_lsn),
+                       message.xid)
+        elif kind is Begin:
+            assert isinstance(message, Begin)
+            self._open = _OpenTransaction(CommitInfo(
+                self._db_json, message.final_lsn, message.xid,
+                pg_micros_to_iso(message.commit_ts)))
+        elif kind is Commit:
+            assert isinstance(message, Commit)
+            self._open = None
+            self.ack_lsn = max(self.ack_lsn, message.end_lsn)
+        elif kind is Relation:
+            assert isinstance(message, Relation)
+            schema_record = self.shapes.learn(message)
+            if schema_record is not None:
+                self.ready.append(schema_record)
+        elif kind is Truncate:
+            assert isinstance(message, Truncate)
+            self._emit([truncate_event(self.shapes.get(oid), message.cascade,
+                                       message.restart_identity, wal_lsn)
+                        for oid in message.relation_oids], message.xid)
+        elif kind is StreamStart:
+            assert isinstance(message, StreamStart)
+            self._stream_xid = message.xid
+        elif kind is StreamStop:
+            self._stream_xid = None
+        elif kind is StreamCommit:
+            assert isinstance(message, StreamCommit)
+            self._stream_commit(message)
+        elif kind is StreamAbort:
+            assert isinstance(message, StreamAbort)
+            self.spool.abort(message.xid, message.subxid)
+        elif kind is LogicalMessage:
+            assert isinstance(message, LogicalMessage)
+            self._logical_message(message, wal_lsn)
+        elif kind is TypeMsg:
+            assert isinstance(message, TypeMsg)
+            self.shapes.reload_type(message.oid)
+        # Origin carries nothing to record
+
+    def _emit(self, events: list[PendingEvent], xid: int | None) -> None:
+        if xid is not None and self._stream_xid is not None:
+            self.spool.add(self._stream_xid, xid, events)
+            return
+        transaction = self._open
+        assert transaction is not None, "a row change outside a transaction"
+        commit = transaction.commit
+        for event in events:
+            self.ready.append(Record(event.topic, event.key,
+                                     complete(event, commit, transaction.seq),
+                                     Position(commit.commit_lsn, transaction.seq),
+                                     event.tombstone))
+            transaction.seq += 1
+
+    def _stream_commit(self, message: StreamCommit) -> None:
+        commit = CommitInfo(self._db_json, message.commit_lsn, message.xid,
+                            pg_micros_to_iso(message.commit_ts))
+        for seq, event in enumerate(self.spool.commit(message.xid)):
+            self.ready.append(Record(event.topic, event.key, complete(event, commit, seq),
+                                     Position(commit.commit_lsn, seq), event.tombstone))
+        self._stream_xid = None
+        self.ack_lsn = max(self.ack_lsn, message.end_lsn)
+
+    def _logical_message(self, message: LogicalMessage, wal_lsn: int) -> None:
+        if message.prefix not in self.message_prefixes:
+            return
+        event = message_event(self.messages_topic, message.prefix, message.content,
+                              message.transactional, wal_lsn)
+        if message.transactional and self._open is not None:
+            self._emit([event], None)
+        else:
+            commit = CommitInfo(self._db_json, message.lsn, 0, "")
+            self.ready.append(Record(event.topic, event.key, complete(event, commit, 0),
+                                     Position(message.lsn, 0)))

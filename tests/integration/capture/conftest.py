@@ -1,0 +1,133 @@
+"""A fresh database, pipeline file and log per capture test; a capture thread runner."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import psycopg
+import pytest
+from psycopg import sql
+
+from cdc.capture.runner import Capture, CaptureSettings
+from cdc.config import PipelineConfig, load_config
+from cdc.log import Message, StartAt
+from cdc.log.file import FileLog
+
+
+@dataclass
+class CaptureEnv:
+    """One test's database, config file and log directory."""
+
+    dsn: str
+    config_path: Path
+    log_dir: Path
+    slot: str
+
+    @property
+    def config(self) -> PipelineConfig:
+        return load_config(self.config_path)
+
+    def sql(self, *statements: str) -> None:
+        """Run statements in one transaction."""
+        with psycopg.connect(self.dsn) as conn:
+            for statement in statements:
+                conn.execute(statement.encode())
+
+    def topic(self, table: str) -> str:
+        if table == "messages":
+            return f"{self.slot}.messages"
+        return f"{self.slot}.public.{table}"
+
+    def events(self, table: str) -> list[Message]:
+        """Every record of a table's topic, in commit order."""
+        log = FileLog(self.log_dir)
+        if self.topic(table) not in log.admin().topics():
+            return []
+        consumer = log.consumer(f"check-{time.monotonic_ns()}", topics=[self.topic(table)],
+                                start=StartAt.earliest())
+        out: list[Message] = []
+        try:
+            while batch := consumer.poll(10_000, timeout=0.3):
+                out.extend(batch)
+        finally:
+            consumer.close()
+        return sorted(out, key=lambda m: m.position)
+
+    def values(self, table: str) -> list[dict[str, object]]:
+        """The decoded events of a table, in commit order."""
+        return [orjson.loads(m.value) for m in self.events(table)]
+
+    def wait_for(self, table: str, count: int, timeout: float = 60.0) -> list[Message]:
+        """Wait until the table's topic holds at least ``count`` records."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.events(table)
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def capture_env(postgres_dsn: str, unique_name: str, tmp_path: Path) -> Iterator[CaptureEnv]:
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
+    dsn = postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
+    config_path = tmp_path / "pipeline.yaml"
+    config_path.write_text(f"""
+source:
+  dsn: {dsn}
+  slot: {unique_name}
+  publication: {unique_name}
+  heartbeat_interval: 1s
+  messages_prefixes: [outbox]
+log:
+  backend: file
+  path: {tmp_path / 'log'}
+  partitions: 3
+""")
+    env = CaptureEnv(dsn, config_path, tmp_path / "log", unique_name)
+    yield env
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = %s AND pid <> pg_backend_pid()", (unique_name,))
+        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                     "WHERE slot_name = %s AND NOT active", (unique_name,))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                     .format(sql.Identifier(unique_name)))
+
+
+@pytest.fixture
+def run_capture(capture_env: CaptureEnv) -> Iterator[Callable[[], Capture]]:
+    """Start the capture in a thread (stopped at the end of the test)."""
+    started: list[tuple[threading.Thread, threading.Event, Capture, FileLog]] = []
+
+    def start() -> Capture:
+        log = FileLog(capture_env.log_dir)
+        capture = Capture(capture_env.config, log, CaptureSettings(batch_delay_s=0.01))
+        stop = threading.Event()
+        thread = threading.Thread(target=capture.run, args=(stop,), daemon=True)
+        thread.start()
+        started.append((thread, stop, capture, log))
+        deadline = time.monotonic() + 30
+        while capture.stats.sessions == 0 or not _slot_active(capture_env):
+            assert time.monotonic() < deadline, "the capture did not start streaming"
+            time.sleep(0.05)
+        return capture
+
+    yield start
+    for thread, stop, _, log in started:
+        stop.set()
+        thread.join(timeout=30)
+        log.close()
+
+
+def _slot_active(env: CaptureEnv) -> bool:
+    with psycopg.connect(env.dsn) as conn:
+        row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                           (env.slot,)).fetchone()
+    return bool(row and row[0])
