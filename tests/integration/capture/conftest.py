@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psycopg
@@ -58,7 +59,7 @@ class CaptureEnv:
             consumer.close()
         return sorted(out, key=lambda m: m.position)
 
-    def values(self, table: str) -> list[dict[str, object]]:
+    def values(self, table: str) -> list[dict[str, Any]]:
         """The decoded events of a table, in commit order."""
         return [orjson.loads(m.value) for m in self.events(table)]
 

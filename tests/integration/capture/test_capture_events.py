@@ -58,7 +58,7 @@ def test_toast_unchanged_and_replica_identity_full(capture_env: CaptureEnv,
             "ALTER TABLE audit REPLICA IDENTITY FULL")
     run_capture()
     big = "x" * 100_000
-    env.sql(f"INSERT INTO docs VALUES (1, 'a', '{big}')")
+    env.sql("INSERT INTO docs VALUES (1, 'a', repeat('x', 100000))")
     env.sql("UPDATE docs SET title = 'b' WHERE id = 1")
     env.sql("INSERT INTO audit VALUES (1, 'one')", "UPDATE audit SET v = 'uno'",
             "DELETE FROM audit")
