@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cdc.capture.commands import capture
+from cdc.capture.commands import capture, doctor
 from cdc.config.commands import config_schema, validate
 from cdc.log.commands import log_group
 
@@ -19,3 +19,8 @@ main.add_command(validate)
 main.add_command(config_schema)
 main.add_command(log_group)
 main.add_command(capture)
+main.add_command(doctor)
+
+
+if __name__ == "__main__":
+    main()

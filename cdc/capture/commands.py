@@ -44,3 +44,21 @@ def capture(config_path: Path) -> None:
         raise click.ClickException(str(exc)) from None
     finally:
         event_log.close()
+
+
+@click.command()
+@config_option
+def doctor(config_path: Path) -> None:
+    """Check wal_level, privileges, replica identity and the slot; print fixes."""
+    from .doctor import diagnose
+
+    config = load_config_or_exit(config_path)
+    try:
+        findings = diagnose(config)
+    except Exception as exc:  # a connection failure is the finding here
+        raise click.ClickException(f"cannot check the database: {type(exc).__name__}") from None
+    for finding in findings:
+        line = f"{finding.level:5} {finding.check}: {finding.detail}"
+        click.echo(line + (f"\n      fix: {finding.fix}" if finding.fix else ""))
+    if any(f.level == "error" for f in findings):
+        raise SystemExit(1)

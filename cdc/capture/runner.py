@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from cdc.config import PipelineConfig
+from cdc.crashpoints import crash_point
 from cdc.errors import SourceError
 from cdc.log import Log, StartAt
 
@@ -188,8 +189,10 @@ class Capture:
         fresh = resume.fresh(records)
         self.stats.skipped_on_resume += len(records) - len(fresh)
         if fresh:
+            crash_point("before_append")
             self.producer.append(fresh)  # durable when it returns
             self.stats.events += len(fresh)
+        crash_point("after_append")
         self._acknowledge(repl, assembler.ack_lsn, reply=False)
 
     def _acknowledge(self, repl: ReplicationConnection, lsn: int, *, reply: bool,

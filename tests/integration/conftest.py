@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,25 @@ def spark_kafka_jar_paths() -> list[Path]:
         if _in_ci():
             raise
         pytest.skip(f"Spark Kafka jars unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_kafka_jar_paths: list[Path],
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One local Spark session for the whole run, with Spark's Kafka source on its
+    classpath (a JVM's jars are fixed when the first session starts)."""
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("distributary-tests")
+               .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.local.dir", str(tmp_path_factory.mktemp("spark")))
+               .getOrCreate())
+    yield session
+    session.stop()
 
 
 @pytest.fixture

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -15,15 +13,6 @@ from cdc.log.file import FileLog
 from spark_pipelines.log_source import read_topic
 
 TOPIC = "app.public.orders"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = (SparkSession.builder.master("local[1]").appName("log-spark-test")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    yield session
-    session.stop()
 
 
 def test_spark_and_python_consumer_read_the_same_events(tmp_path: Path,

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic  # admin re-exports it, but untyped
-from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def spark(spark_kafka_jar_paths: list[Path], tmp_path_factory: pytest.TempPathFactory,
-          ) -> Iterator[Any]:
-    """A local[1] session with Spark's Kafka source on its classpath."""
-    session = (SparkSession.builder.master("local[1]").appName("distributary-smoke")
-               .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.local.dir", str(tmp_path_factory.mktemp("spark")))
-               .getOrCreate())
-    yield session
-    session.stop()
 
 
 def test_batch_read_of_a_topic(spark: Any, kafka_bootstrap: str, unique_name: str) -> None:

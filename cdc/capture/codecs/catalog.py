@@ -23,6 +23,7 @@ from .base import Codec, decode_text
 from .builtins import (
     ARRAY_ELEMENTS,
     BASE_TYPES,
+    FIRST_NON_BUILTIN_OID,
     MULTIRANGES,
     RANGES,
     SEMICOLON_DELIMITED,
@@ -96,7 +97,8 @@ class TypeCatalog:
     """Type OIDs → codecs; built-ins known, the others loaded from pg_catalog."""
 
     def __init__(self) -> None:
-        self._types = builtin_types()
+        self._builtins = builtin_types()
+        self._types = dict(self._builtins)
         self._codecs: dict[int, Codec] = {}
 
     def get(self, oid: int) -> TypeInfo | None:
@@ -118,7 +120,13 @@ class TypeCatalog:
         self.load(conn, self.missing(oids))
 
     def reload(self, conn: psycopg.Connection[Any], oid: int) -> None:
-        """Read one type again (after a pgoutput Type message), with its parts."""
+        """Read one type again (after a pgoutput Type message), with its parts.
+
+        A Type message for a domain column names the domain's base type, often a
+        built-in one: built-ins never change, so those are not read again.
+        """
+        if oid < FIRST_NON_BUILTIN_OID and oid in self._builtins:
+            return
         self.load(conn, [oid], refresh=True)
 
     def load(self, conn: psycopg.Connection[Any], oids: Iterable[int], *,

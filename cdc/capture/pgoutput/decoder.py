@@ -37,7 +37,17 @@ from .messages import (
     new_insert,
     new_update,
 )
-from .tuples import read_cstring, read_tuple, type_name
+from .primitives import (
+    expect_end,
+    expect_size,
+    need,
+    read_cstring,
+    read_tuple,
+    trailing,
+    truncated,
+    type_name,
+    unknown_relation,
+)
 
 _U32 = struct.Struct(">I")
 _I32 = struct.Struct(">i")
@@ -112,29 +122,29 @@ class PgOutputDecoder:
     # -- transaction boundaries ----------------------------------------------------------
     def _begin(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Begin")
-        _expect_size("Begin", end, 1 + _BEGIN.size)
+        expect_size("Begin", end, 1 + _BEGIN.size)
         return Begin(*_BEGIN.unpack_from(data, 1))
 
     def _commit(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Commit")
-        _expect_size("Commit", end, 1 + _COMMIT.size)
+        expect_size("Commit", end, 1 + _COMMIT.size)
         return Commit(*_COMMIT.unpack_from(data, 1))
 
     def _origin(self, data: bytes, end: int) -> Message:
-        _need("Origin", 1, end, _ORIGIN.size, "origin commit LSN")
+        need("Origin", 1, end, _ORIGIN.size, "origin commit LSN")
         (lsn,) = _ORIGIN.unpack_from(data, 1)
         name, pos = read_cstring(data, 9, "Origin", "origin name")
-        _expect_end("Origin", pos, end)
+        expect_end("Origin", pos, end)
         return Origin(lsn, name)
 
     # -- schema --------------------------------------------------------------------------
     def _relation(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Relation")
-        _need("Relation", pos, end, 4, "relation OID")
+        need("Relation", pos, end, 4, "relation OID")
         (oid,) = _U32.unpack_from(data, pos)
         namespace, pos = read_cstring(data, pos + 4, "Relation", "namespace")
         name, pos = read_cstring(data, pos, "Relation", "relation name")
-        _need("Relation", pos, end, _REL_TAIL.size, "replica identity and column count")
+        need("Relation", pos, end, _REL_TAIL.size, "replica identity and column count")
         identity, count = _REL_TAIL.unpack_from(data, pos)
         pos += _REL_TAIL.size
         if count * _MIN_COLUMN_BYTES > end - pos:
@@ -142,47 +152,47 @@ class PgOutputDecoder:
                                                    f"the {end - pos} bytes left")
         columns = []
         for _ in range(count):
-            _need("Relation", pos, end, 1, "column flags")
+            need("Relation", pos, end, 1, "column flags")
             flags = data[pos]
             column, pos = read_cstring(data, pos + 1, "Relation", "column name")
-            _need("Relation", pos, end, _COLUMN_TAIL.size, "column type OID and modifier")
+            need("Relation", pos, end, _COLUMN_TAIL.size, "column type OID and modifier")
             type_oid, modifier = _COLUMN_TAIL.unpack_from(data, pos)
             pos += _COLUMN_TAIL.size
             columns.append(Column(bool(flags & 1), column, type_oid, modifier))
-        _expect_end("Relation", pos, end)
+        expect_end("Relation", pos, end)
         relation = Relation(oid, namespace, name, chr(identity), tuple(columns), xid)
         self.relations[oid] = relation
         return relation
 
     def _type(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Type")
-        _need("Type", pos, end, 4, "type OID")
+        need("Type", pos, end, 4, "type OID")
         (oid,) = _U32.unpack_from(data, pos)
         namespace, pos = read_cstring(data, pos + 4, "Type", "namespace")
         name, pos = read_cstring(data, pos, "Type", "type name")
-        _expect_end("Type", pos, end)
+        expect_end("Type", pos, end)
         return TypeMsg(oid, namespace, name, xid)
 
     # -- row changes (the hot path) ------------------------------------------------------
     def _insert(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Insert") if self._in_stream else (None, 1)
         if pos + 5 > end:
-            raise _truncated("Insert", pos, end, "relation OID and 'N'")
+            raise truncated("Insert", pos, end, "relation OID and 'N'")
         oid, marker = _OID_MARKER.unpack_from(data, pos)
         if marker != _N:
             raise DecodeError("Insert", pos + 4, f"expected 'N' before the new tuple, got "
                                                  f"{type_name(marker)!r}")
         relation = self.relations.get(oid)
         if relation is None:
-            raise _unknown_relation("Insert", oid, pos)
+            raise unknown_relation("Insert", oid, pos)
         new, pos = read_tuple(data, pos + 5, end, "Insert", len(relation.columns))
         if pos != end:
-            raise _trailing("Insert", pos, end)
+            raise trailing("Insert", pos, end)
         return new_insert(oid, new, xid)
 
     def _update(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Update") if self._in_stream else (None, 1)
-        _need("Update", pos, end, 5, "relation OID and tuple marker")
+        need("Update", pos, end, 5, "relation OID and tuple marker")
         oid, marker = _OID_MARKER.unpack_from(data, pos)
         columns = self._columns("Update", oid, pos)
         pos += 5
@@ -191,31 +201,31 @@ class PgOutputDecoder:
         if marker in (_K, _O):
             old_kind = "K" if marker == _K else "O"
             old, pos = read_tuple(data, pos, end, "Update", columns)
-            _need("Update", pos, end, 1, "'N' marker")
+            need("Update", pos, end, 1, "'N' marker")
             marker = data[pos]
             pos += 1
         if marker != _N:
             raise DecodeError("Update", pos - 1, f"expected 'K', 'O' or 'N', got "
                                                  f"{type_name(marker)!r}")
         new, pos = read_tuple(data, pos, end, "Update", columns)
-        _expect_end("Update", pos, end)
+        expect_end("Update", pos, end)
         return new_update(oid, old_kind, old, new, xid)
 
     def _delete(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Delete") if self._in_stream else (None, 1)
-        _need("Delete", pos, end, 5, "relation OID and tuple marker")
+        need("Delete", pos, end, 5, "relation OID and tuple marker")
         oid, marker = _OID_MARKER.unpack_from(data, pos)
         if marker not in (_K, _O):
             raise DecodeError("Delete", pos + 4, f"expected 'K' or 'O', got "
                                                  f"{type_name(marker)!r}")
         columns = self._columns("Delete", oid, pos)
         old, pos = read_tuple(data, pos + 5, end, "Delete", columns)
-        _expect_end("Delete", pos, end)
+        expect_end("Delete", pos, end)
         return new_delete(oid, "K" if marker == _K else "O", old, xid)
 
     def _truncate(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Truncate")
-        _need("Truncate", pos, end, _TRUNCATE.size, "relation count and options")
+        need("Truncate", pos, end, _TRUNCATE.size, "relation count and options")
         count, options = _TRUNCATE.unpack_from(data, pos)
         pos += _TRUNCATE.size
         if count * 4 != end - pos:
@@ -228,10 +238,10 @@ class PgOutputDecoder:
 
     def _message(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Message")
-        _need("Message", pos, end, _MESSAGE.size, "flags and LSN")
+        need("Message", pos, end, _MESSAGE.size, "flags and LSN")
         flags, lsn = _MESSAGE.unpack_from(data, pos)
         prefix, pos = read_cstring(data, pos + _MESSAGE.size, "Message", "prefix")
-        _need("Message", pos, end, 4, "content length")
+        need("Message", pos, end, 4, "content length")
         (length,) = _I32.unpack_from(data, pos)
         if length != end - pos - 4:
             raise DecodeError("Message", pos, f"content length {length} does not match the "
@@ -241,7 +251,7 @@ class PgOutputDecoder:
     # -- protocol 2 streaming ------------------------------------------------------------
     def _stream_start(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Stream Start")
-        _expect_size("Stream Start", end, 1 + _STREAM_START.size)
+        expect_size("Stream Start", end, 1 + _STREAM_START.size)
         xid, first = _STREAM_START.unpack_from(data, 1)
         self._in_stream = True
         return StreamStart(xid, first == 1)
@@ -249,13 +259,13 @@ class PgOutputDecoder:
     def _stream_stop(self, data: bytes, end: int) -> Message:
         if not self._in_stream:
             raise DecodeError("Stream Stop", 0, "Stream Stop outside a stream block")
-        _expect_size("Stream Stop", end, 1)
+        expect_size("Stream Stop", end, 1)
         self._in_stream = False
         return StreamStop()
 
     def _stream_commit(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Stream Commit")
-        _expect_size("Stream Commit", end, 1 + _STREAM_COMMIT.size)
+        expect_size("Stream Commit", end, 1 + _STREAM_COMMIT.size)
         return StreamCommit(*_STREAM_COMMIT.unpack_from(data, 1))
 
     def _stream_abort(self, data: bytes, end: int) -> Message:
@@ -265,51 +275,23 @@ class PgOutputDecoder:
             xid, subxid = _STREAM_ABORT.unpack_from(data, 1)
             abort_lsn, abort_ts = _ABORT_INFO.unpack_from(data, size)
             return StreamAbort(xid, subxid, abort_lsn, abort_ts)
-        _expect_size("Stream Abort", end, size)
+        expect_size("Stream Abort", end, size)
         return StreamAbort(*_STREAM_ABORT.unpack_from(data, 1))
 
     # -- helpers ---------------------------------------------------------------------------
     def _xid(self, data: bytes, end: int, message_type: str) -> tuple[int | None, int]:
         if not self._in_stream:
             return None, 1
-        _need(message_type, 1, end, 4, "streamed transaction xid")
+        need(message_type, 1, end, 4, "streamed transaction xid")
         return _U32.unpack_from(data, 1)[0], 5
 
     def _columns(self, message_type: str, oid: int, pos: int) -> int:
         relation = self.relations.get(oid)
         if relation is None:
-            raise _unknown_relation(message_type, oid, pos)
+            raise unknown_relation(message_type, oid, pos)
         return len(relation.columns)
 
     def _expect_outside_stream(self, message_type: str) -> None:
         if self._in_stream:
             raise DecodeError(message_type, 0, f"{message_type} inside a stream block")
 
-
-def _need(message_type: str, pos: int, end: int, size: int, what: str) -> None:
-    if pos + size > end:
-        raise _truncated(message_type, pos, end, what)
-
-
-def _truncated(message_type: str, pos: int, end: int, what: str) -> DecodeError:
-    return DecodeError(message_type, min(pos, end),
-                       f"truncated: no room for the {what} ({max(end - pos, 0)} bytes left)")
-
-
-def _expect_size(message_type: str, end: int, size: int) -> None:
-    if end != size:
-        raise DecodeError(message_type, min(end, size),
-                          f"message is {end} bytes, expected {size}")
-
-
-def _expect_end(message_type: str, pos: int, end: int) -> None:
-    if pos != end:
-        raise _trailing(message_type, pos, end)
-
-
-def _trailing(message_type: str, pos: int, end: int) -> DecodeError:
-    return DecodeError(message_type, pos, f"{end - pos} unexpected bytes after the message")
-
-
-def _unknown_relation(message_type: str, oid: int, pos: int) -> DecodeError:
-    return DecodeError(message_type, pos, f"relation OID {oid} has had no Relation message")

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cdc.crashpoints import crash_point
 from cdc.errors import LogError
 
 from ..partitioner import partition_for
@@ -81,7 +82,9 @@ class FileProducer:
             else:
                 batch.append(record)
         now_ms = int(time.time() * 1000)
-        for tp, batch in batches.items():
+        for i, (tp, batch) in enumerate(batches.items()):
+            if i:
+                crash_point("mid_append")
             self.writer(tp).append(batch, now_ms)
         if time.monotonic() >= self._next_retention:
             self.enforce_retention()

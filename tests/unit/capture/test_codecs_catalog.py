@@ -138,3 +138,9 @@ def test_a_cycle_does_not_recurse_forever() -> None:
     catalog.add(TypeInfo(50000, "app", "d1", "domain", 50001),
                 TypeInfo(50001, "app", "d2", "domain", 50000))
     assert catalog.codec_for(50000) is decode_text
+
+
+def test_reload_of_a_builtin_base_type_asks_nothing() -> None:
+    fake = FakeConnection()
+    TypeCatalog().reload(connection(fake), 1700)  # a domain's Type message names numeric
+    assert fake.asked == []

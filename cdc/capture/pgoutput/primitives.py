@@ -1,4 +1,5 @@
-"""Reading the wire primitives pgoutput messages are made of: TupleData and C strings.
+"""The wire primitives pgoutput messages are made of (TupleData, C strings) and the
+bounds checks every read goes through.
 
 Every read checks its bounds first, so malformed input raises ``DecodeError`` with the
 offset where it went wrong rather than ``struct.error`` or ``IndexError``. This is the hot
@@ -93,3 +94,38 @@ def _char(byte: int) -> str:
 def type_name(byte: int) -> str:
     """How a DecodeError names a message type byte nobody knows."""
     return chr(byte) if 0x20 <= byte < 0x7F else f"0x{byte:02x}"
+
+
+def need(message_type: str, pos: int, end: int, size: int, what: str) -> None:
+    """Raise unless ``size`` bytes (the ``what``) are left at ``pos``."""
+    if pos + size > end:
+        raise truncated(message_type, pos, end, what)
+
+
+def truncated(message_type: str, pos: int, end: int, what: str) -> DecodeError:
+    """The error for a message that ends before its ``what``."""
+    return DecodeError(message_type, min(pos, end),
+                       f"truncated: no room for the {what} ({max(end - pos, 0)} bytes left)")
+
+
+def expect_size(message_type: str, end: int, size: int) -> None:
+    """Raise unless a fixed-size message is exactly ``size`` bytes."""
+    if end != size:
+        raise DecodeError(message_type, min(end, size),
+                          f"message is {end} bytes, expected {size}")
+
+
+def expect_end(message_type: str, pos: int, end: int) -> None:
+    """Raise if bytes are left after the last field."""
+    if pos != end:
+        raise trailing(message_type, pos, end)
+
+
+def trailing(message_type: str, pos: int, end: int) -> DecodeError:
+    """The error for bytes left after the last field."""
+    return DecodeError(message_type, pos, f"{end - pos} unexpected bytes after the message")
+
+
+def unknown_relation(message_type: str, oid: int, pos: int) -> DecodeError:
+    """The error for a data message naming a relation no Relation message announced."""
+    return DecodeError(message_type, pos, f"relation OID {oid} has had no Relation message")
