@@ -95,11 +95,12 @@ def decode_json(text: str) -> JSONValue:
         else:
             return value  # orjson refuses lone surrogates, so its strings are clean
     try:
-        value = json.loads(text, parse_int=_exact_int, parse_float=_exact_float,
-                           parse_constant=_no_constant)
+        return _clean_json(json.loads(text, parse_int=_exact_int, parse_float=_exact_float,
+                                      parse_constant=_no_constant))
     except ValueError:
         raise CodecError("json", "not a JSON document") from None
-    return _clean_json(value)
+    except RecursionError:
+        raise CodecError("json", "nested too deeply to decode") from None
 
 
 def _exact_int(text: str) -> int | str:

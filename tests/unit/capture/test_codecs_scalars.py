@@ -175,3 +175,9 @@ def assert_same_json(decoded: object, original: object) -> None:
         assert decoded.keys() == original.keys()
         for key, expected in original.items():
             assert_same_json(decoded[key], expected)
+
+
+def test_json_nested_too_deeply_is_a_codec_error() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(CodecError, match="json"):
+        decode_json(deep)
