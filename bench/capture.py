@@ -47,7 +47,7 @@ def bulk_workload(dsn: str) -> int:
     """One big insert, one big update; returns the number of change events."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("INSERT INTO orders (customer_id, status, amount, note, created_at)"
-                     " SELECT g % 1000, 'new', (g % 10000) / 100.0, 'note ' || g, now()"
+                     " SELECT mod(g, 1000), 'new', mod(g, 10000) / 100.0, 'note ' || g, now()"
                      " FROM generate_series(1, %s) g", (BULK_ROWS,))
         conn.execute("UPDATE orders SET status = 'paid' WHERE id <= %s", (BULK_ROWS // 2,))
     return BULK_ROWS + BULK_ROWS // 2

@@ -28,6 +28,8 @@ _PG_EPOCH_UNIX_US = int(PG_EPOCH.timestamp()) * 1_000_000
 _XLOG_HEADER = struct.Struct(">cQQq")
 _KEEPALIVE = struct.Struct(">cQqB")
 _STATUS = struct.Struct(">cQQQqB")
+# the text formats the codecs read (cdc.capture.codecs): ISO dates, postgres intervals
+SESSION_OPTIONS = "-c datestyle=ISO,MDY -c intervalstyle=postgres"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,10 @@ class ReplicationConnection:
     """A ``replication=database`` connection that can stream one logical slot."""
 
     def __init__(self, dsn: str) -> None:
-        self._pgconn = pq.PGconn.connect(
-            conninfo.make_conninfo(dsn, replication="database").encode())
+        options = conninfo.conninfo_to_dict(dsn).get("options") or ""
+        self._pgconn = pq.PGconn.connect(conninfo.make_conninfo(
+            dsn, replication="database", client_encoding="UTF8",
+            options=f"{options} {SESSION_OPTIONS}".strip()).encode())
         if self._pgconn.status != pq.ConnStatus.OK:
             message = self._pgconn.get_error_message()
             self._pgconn.finish()

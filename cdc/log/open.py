@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc.errors import LogError
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 def file_settings(config: LogConfig) -> FileLogSettings:
     """The file backend's settings from the ``log:`` section."""
     retention_time = config.retention.time
-    return FileLogSettings(
+    settings = FileLogSettings(
         default_partitions=config.partitions,
         segment_bytes=config.segment_bytes,
         fsync=config.fsync,
@@ -24,6 +25,11 @@ def file_settings(config: LogConfig) -> FileLogSettings:
                       if retention_time is not None else None),
         retention_bytes=config.retention.size,
     )
+    if config.compaction is None:
+        return settings
+    return replace(settings, compact_all_topics=True,
+                   compaction_interval_ms=int(config.compaction.interval.total_seconds() * 1000),
+                   min_dirty_ratio=config.compaction.min_dirty_ratio)
 
 
 def open_log(config: LogConfig) -> Log:

@@ -38,6 +38,10 @@ class FileLogSettings:
     fsync: bool = True
     retention_ms: int | None = None
     retention_bytes: int | None = None
+    compact_all_topics: bool = False
+    compaction_interval_ms: int = 10 * 60 * 1000
+    min_dirty_ratio: float = 0.5
+    delete_retention_ms: int = 24 * 3600 * 1000
 
 
 class FileLog:

@@ -13,6 +13,7 @@ from cdc.errors import LogError
 
 from ..partitioner import partition_for
 from ..records import Position, Record, TopicPartition
+from .compaction import compact_partition
 from .retention import apply_retention
 from .topics import TopicMeta, partition_dir, read_meta, write_meta
 from .writer import PartitionWriter
@@ -39,6 +40,7 @@ class FileProducer:
         self._writers: dict[TopicPartition, PartitionWriter] = {}
         self._partitions: dict[str, int] = {}
         self._next_retention = time.monotonic() + RETENTION_CHECK_S
+        self._next_compaction = time.monotonic() + log.settings.compaction_interval_ms / 1000
 
     def _partition_count(self, topic: str) -> int:
         count = self._partitions.get(topic)
@@ -88,6 +90,8 @@ class FileProducer:
             self.writer(tp).append(batch, now_ms)
         if time.monotonic() >= self._next_retention:
             self.enforce_retention()
+        if time.monotonic() >= self._next_compaction:
+            self.compact()
 
     def end_offset(self, tp: TopicPartition) -> int:
         """The next offset of a partition as this producer knows it."""
@@ -97,6 +101,22 @@ class FileProducer:
         """Source position of the last durable record of every partition of ``topic``."""
         return {p: self.writer(TopicPartition(topic, p)).last_durable_position
                 for p in range(self._partition_count(topic))}
+
+    def compact(self, *, min_dirty_ratio: float | None = None) -> int:
+        """Compact every compacted topic's partitions written by this producer; returns
+        the records removed."""
+        settings = self._log.settings
+        self._next_compaction = time.monotonic() + settings.compaction_interval_ms / 1000
+        ratio = settings.min_dirty_ratio if min_dirty_ratio is None else min_dirty_ratio
+        removed = 0
+        for tp, writer in self._writers.items():
+            meta = read_meta(self._log.root, tp.topic)
+            if not (settings.compact_all_topics or (meta is not None and meta.compacted)):
+                continue
+            removed += compact_partition(writer.directory, tp.topic, tp.partition,
+                                         delete_retention_ms=settings.delete_retention_ms,
+                                         min_dirty_ratio=ratio).records_removed
+        return removed
 
     def enforce_retention(self) -> int:
         """Apply the log's retention to every partition written; segments removed."""

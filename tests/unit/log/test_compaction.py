@@ -1,0 +1,60 @@
+"""Compaction keeps the newest record per key; tombstones expire; offsets are kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from cdc.log import Position, Record, StartAt
+from cdc.log.file import FileLog, FileLogSettings
+from cdc.log.file.compaction import compact_partition
+
+TOPIC = "app.public.kv"
+
+
+def write(log: FileLog, key: int, version: int, tombstone: bool = False,
+          ts: int | None = None) -> None:
+    log.producer().append([Record(TOPIC, b'{"id":%d}' % key,
+                                  orjson.dumps({"id": key, "v": version}),
+                                  Position(version, key), tombstone, ts)])
+
+
+def test_compaction_keeps_latest_per_key_and_drops_old_tombstones(log_dir: Path) -> None:
+    log = FileLog(log_dir, FileLogSettings(default_partitions=1, segment_bytes=1_500))
+    log.admin().create_topic(TOPIC, 1, compacted=True)
+    for version in range(1, 21):
+        for key in range(5):
+            write(log, key, version)
+    write(log, 3, 100, tombstone=True, ts=1_000)           # an old delete: expires
+    write(log, 4, 101, tombstone=True)                     # a recent delete: kept
+    for filler in range(30):                               # roll past the deletes
+        write(log, 10 + filler, 200 + filler)
+    removed = log.producer().compact(min_dirty_ratio=0.0)
+    assert removed > 90
+    consumer = log.consumer("after", topics=[TOPIC], start=StartAt.earliest())
+    seen: dict[int, tuple[int, bool]] = {}
+    offsets = []
+    while batch := consumer.poll(1000, timeout=0.3):
+        for m in batch:
+            seen[orjson.loads(m.key)["id"]] = (orjson.loads(m.value)["v"], m.tombstone)
+            offsets.append(m.offset)
+    consumer.close()
+    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    assert seen[0] == (20, False) and seen[2] == (20, False)
+    assert 3 not in seen, "an expired delete removes the key"
+    assert seen[4] == (101, True), "a recent delete is kept"
+    assert all(seen[10 + f] == (200 + f, False) for f in range(30))
+    log.close()
+
+
+def test_nothing_to_do_below_the_dirty_ratio(log_dir: Path) -> None:
+    log = FileLog(log_dir, FileLogSettings(default_partitions=1, segment_bytes=500))
+    for key in range(50):
+        write(log, key, 1)
+    producer = log.producer()
+    directory = log_dir / TOPIC / "partition=0"
+    result = compact_partition(directory, TOPIC, 0, delete_retention_ms=0, min_dirty_ratio=0.5)
+    assert result.records_removed == 0
+    assert producer.compact() == 0, "topics are not compacted unless asked"
+    log.close()
