@@ -3,7 +3,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup test lint typecheck unit integration demo bench bench-log bench-capture clean
+.PHONY: setup test lint typecheck unit integration bench bench-log bench-capture bench-json clean
 
 setup:
 	@bash compose/setup.sh
@@ -28,7 +28,13 @@ test: setup
 bench-log: setup
 	$(BIN)/python -m bench.log_append
 
-bench: bench-log
+bench-capture: setup
+	$(BIN)/python -m bench.capture
+
+bench-json: setup
+	$(BIN)/python -m bench.json_codec
+
+bench: bench-json bench-log bench-capture
 
 clean:
 	rm -rf .data .pytest_cache .mypy_cache .ruff_cache
