@@ -34,6 +34,8 @@ def create_schema(dsn: str) -> None:
         conn.execute("CREATE TABLE orders (id bigserial PRIMARY KEY, customer_id int,"
                      " status text, amount numeric(12,2), note text, created_at timestamptz)")
         conn.execute("CREATE PUBLICATION bench FOR TABLE orders")
+        conn.execute("INSERT INTO orders (customer_id, status, amount, note, created_at)"
+                     " SELECT g, 'new', 1.00, 'seed', now() FROM generate_series(1, 1000) g")
 
 
 def create_slots(dsn: str, names: list[str]) -> None:
@@ -49,7 +51,8 @@ def bulk_workload(dsn: str) -> int:
         conn.execute("INSERT INTO orders (customer_id, status, amount, note, created_at)"
                      " SELECT mod(g, 1000), 'new', mod(g, 10000) / 100.0, 'note ' || g, now()"
                      " FROM generate_series(1, %s) g", (BULK_ROWS,))
-        conn.execute("UPDATE orders SET status = 'paid' WHERE id <= %s", (BULK_ROWS // 2,))
+        conn.execute("UPDATE orders SET status = 'paid' WHERE id > 1000 AND id <= %s",
+                     (1000 + BULK_ROWS // 2,))
     return BULK_ROWS + BULK_ROWS // 2
 
 

@@ -11,9 +11,11 @@ resends and the log already holds (invariant 2).
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -94,7 +96,7 @@ class Capture:
             ensure_publication(conn, source.publication, source.tables)
             ensure_slot(conn, dsn, source.slot)
         catalog_conn = psycopg.connect(dsn, autocommit=True)
-        spool = StreamSpool()
+        spool = StreamSpool(Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
         repl = ReplicationConnection(dsn)
         self.stats.sessions += 1
         try:

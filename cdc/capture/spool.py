@@ -25,8 +25,14 @@ class StreamSpool:
     """The spooled events of every open streamed transaction."""
 
     def __init__(self, directory: Path | None = None) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="distributary-spool-",
-                                               dir=directory))
+        """Spool into ``directory`` (emptied first: what a killed capture left there is
+        resent by PostgreSQL anyway), or a fresh temporary directory."""
+        if directory is None:
+            self.directory = Path(tempfile.mkdtemp(prefix="distributary-spool-"))
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            self.directory = directory
         self._files: dict[int, BinaryIO] = {}
         self._aborted: dict[int, set[int]] = {}
 

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -89,6 +90,7 @@ class LocalServer:
     def start(self) -> Self:
         """Start the server and wait until it answers; on any failure stop what started."""
         atexit.register(self.stop)
+        _exit_cleanly_on_sigterm()
         try:
             self._start()
         except BaseException:
@@ -162,6 +164,18 @@ class LocalServer:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM run ``atexit`` (and so stop our servers) unless someone handles it."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_system_exit)
+
+
+def _raise_system_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
