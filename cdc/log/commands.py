@@ -174,4 +174,24 @@ def verify(config_path: Path, path: Path | None) -> None:
         sys.exit(1)
 
 
+
+@log_group.command()
+@config_option
+@_path_option
+@click.option("--yes", is_flag=True, help="repair without asking")
+def repair(config_path: Path, path: Path | None, yes: bool) -> None:
+    """Keep the valid records of damaged segments; move the originals to _quarantine."""
+    from .file.repair import repair_log
+
+    root = _log_root(config_path, path)
+    if not yes:
+        click.confirm(f"Repair the log at {root}? Corrupt records are dropped from it "
+                      "(the original segments are kept in _quarantine)", abort=True)
+    actions = repair_log(root)
+    for action in actions:
+        click.echo(f"{action.segment}: kept {action.kept}, dropped {action.dropped}; "
+                   f"original at {action.quarantined_as}")
+    click.echo(f"repaired {len(actions)} segments")
+
+
 __all__ = ["log_group", "open_log"]

@@ -44,3 +44,22 @@ def test_verify_reports_every_flipped_bit_with_its_place(log_dir: Path) -> None:
     assert "checksum mismatch" in problems[1]
     assert f"byte {second_line})" in problems[0]
     assert "2 problems" in result.output
+
+
+def test_repair_keeps_valid_records_and_quarantines_the_original(log_dir: Path) -> None:
+    log = FileLog(log_dir)
+    log.producer().append(records(range(30)))
+    log.close()
+    segment = sorted((log_dir / TOPIC / "partition=0").glob("*.jsonl"))[0]
+    original = segment.read_bytes()
+    data = bytearray(original)
+    data[data.index(b"\n") + 60] ^= 0x01
+    segment.write_bytes(bytes(data))
+    result = CliRunner().invoke(main, ["log", "repair", "--path", str(log_dir), "--yes"])
+    assert result.exit_code == 0, result.output
+    lines = original.count(b"\n")
+    assert f"kept {lines - 1}, dropped 1" in result.output
+    quarantined = log_dir / "_quarantine" / TOPIC / "partition=0" / segment.name
+    assert quarantined.read_bytes() == bytes(data)
+    after = CliRunner().invoke(main, ["log", "verify", "--path", str(log_dir)])
+    assert after.exit_code == 0 and "29 records" in after.output
