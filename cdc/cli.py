@@ -7,6 +7,7 @@ import click
 from cdc.capture.commands import capture, doctor
 from cdc.config.commands import config_schema, validate
 from cdc.log.commands import log_group
+from connectors.commands import connect
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +21,7 @@ main.add_command(config_schema)
 main.add_command(log_group)
 main.add_command(capture)
 main.add_command(doctor)
+main.add_command(connect)
 
 
 if __name__ == "__main__":

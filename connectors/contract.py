@@ -5,18 +5,22 @@ event per key within the batch, in log order), makes them durable on ``flush`` a
 closed on shutdown. It raises an error marked ``TransientError`` for what may succeed
 later (the runtime retries the batch with backoff) and reports terminal per-event
 failures in ``WriteResult.rejected`` (the runtime sends those to the dead-letter topic).
+A sink that cannot tell which event is at fault raises a ``TerminalError`` (such as
+``SinkRejectedError``) for the whole batch: the runtime then splits the batch to isolate
+the event(s) and dead-letters only those. Sinks are built by a ``SinkFactory`` from their
+validated config and a ``SinkContext``, one per worker thread.
 Every write must be idempotent and monotonic: it carries ``SinkEvent.version``, and a
 write with a version not newer than what the target holds must change nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from cdc.errors import SinkError, TerminalError, TransientError
-from cdc.log import Message
+from cdc.log import Log, Message
 
 SEQ_BITS = 10
 SEQ_MAX = (1 << SEQ_BITS) - 1
@@ -71,13 +75,30 @@ class Sink(Protocol):
         """Connect; raise a TransientError if the target is not reachable yet."""
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
-        """Apply ``batch``; raise a TransientError to have the whole batch retried."""
+        """Apply ``batch``; raise a TransientError to have the whole batch retried, or a
+        TerminalError when the batch is refused for good (the runtime isolates the cause)."""
 
     def flush(self) -> None:
         """Make everything written so far durable in the target."""
 
     def close(self) -> None:
         """Release connections."""
+
+
+@dataclass(frozen=True, slots=True)
+class SinkContext:
+    """What a sink factory gets besides its validated config: where the sink runs."""
+
+    connector: str            # the connector's name (also its consumer group)
+    topic_prefix: str         # PipelineConfig.topic_prefix: topics are <prefix>.<schema>.<table>
+    worker: int = 0           # which of the connector's workers (0 .. workers-1) owns the sink
+    log: Log | None = field(default=None, compare=False)  # the event log, to read side topics
+
+
+SinkFactory: TypeAlias = Callable[[Any, SinkContext], Sink]
+"""Builds one sink: ``factory(config, context)`` where ``config`` is an instance of the
+sink's ``SinkSpec.config_model``. Called once per worker; the sink is not shared between
+threads, and ``open`` is called by the runtime (not by the factory)."""
 
 
 class SinkUnavailableError(SinkError, TransientError):

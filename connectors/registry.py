@@ -7,13 +7,13 @@ packages register their own sinks the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
 from pydantic import BaseModel
 
 from cdc.errors import TerminalError
+from connectors.contract import SinkFactory
 
 ENTRY_POINT_GROUP = "distributary.sinks"
 
@@ -22,13 +22,17 @@ ENTRY_POINT_GROUP = "distributary.sinks"
 class SinkSpec:
     """What the runtime needs to know about one sink.
 
-    ``config_model`` validates the connector's ``config:`` mapping; ``factory`` builds
-    the sink from a validated config (``None`` until the sink is implemented).
+    ``config_model`` validates the connector's ``config:`` mapping. ``factory`` builds
+    one sink per worker as ``factory(config, context)``: ``config`` is the validated
+    ``config_model`` instance, ``context`` a :class:`connectors.contract.SinkContext`
+    (connector name, topic prefix, worker index); it returns an object implementing
+    :class:`connectors.contract.Sink`, not yet opened. ``None`` means the sink's config
+    can be validated but the sink cannot run (the runtime then names the type).
     """
 
     name: str
     config_model: type[BaseModel]
-    factory: Callable[..., object] | None = None
+    factory: SinkFactory | None = None
 
 
 class SinkLoadError(TerminalError):

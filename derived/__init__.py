@@ -1,0 +1,47 @@
+"""Derived views: declarative definitions shared by the streaming sinks and Spark rebuilds.
+
+A :class:`ViewDefinition` (validated from a connector's ``views:`` list) says which table
+feeds which derived record, which columns it copies (``fields``/``exclude``), under which
+names (``rename``), which fields it computes and which rows it keeps (``filter``).
+:func:`apply_view` is the one implementation: a sink applies it to each event's new row,
+a Spark rebuild to each row of the materialized table, so the two cannot disagree.
+
+Expressions are a small, safe subset of Spark SQL, parsed here and evaluated in Python
+(never ``eval``): column names (``amount``, or ```odd name```), literals (``42``,
+``1.50`` exact, ``1e3`` floating, ``'text'`` with ``''`` for a quote, ``TRUE``,
+``FALSE``, ``NULL``), ``+ - * /``, comparisons ``= != <> < <= > >=``, ``AND OR NOT``,
+``IS [NOT] NULL``, ``[NOT] IN (...)``, and the functions ``concat``, ``concat_ws``,
+``coalesce``, ``lower``, ``upper``, ``trim``, ``length``. ``numeric`` columns (exact
+text in events) take part in arithmetic as exact decimals, and computed decimals are
+written back as exact text. See ``derived.values`` and ``derived.evaluate``.
+"""
+
+from .apply import (
+    Record,
+    UnchangedPlan,
+    apply_view,
+    apply_view_keeping,
+    plan_unchanged,
+    recover_columns,
+)
+from .evaluate import compile_expression
+from .keys import encode_key, key_text
+from .syntax import ExpressionError, columns_of, parse_expression
+from .view import KEY_PLACEHOLDERS, ViewDefinition
+
+__all__ = [
+    "KEY_PLACEHOLDERS",
+    "ExpressionError",
+    "Record",
+    "UnchangedPlan",
+    "ViewDefinition",
+    "apply_view",
+    "apply_view_keeping",
+    "columns_of",
+    "compile_expression",
+    "encode_key",
+    "key_text",
+    "parse_expression",
+    "plan_unchanged",
+    "recover_columns",
+]

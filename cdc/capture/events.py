@@ -169,12 +169,19 @@ class CommitInfo:
     txid: int
     commit_ts: str
     snapshot: bool = False
+    tail: bytes = b""  # the source fields after "seq", encoded once per transaction
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tail", b'"txid":%d,"commit_ts":"%s","snapshot":%s}}' % (
+            self.txid, self.commit_ts.encode(), b"true" if self.snapshot else b"false"))
+        object.__setattr__(self, "commit_lsn_text", format_lsn(self.commit_lsn).encode())
+
+    commit_lsn_text: bytes = b""
 
 
 def complete(event: PendingEvent, commit: CommitInfo, seq: int) -> bytes:
     """The event's final bytes: its body with the ``source`` block as the last field."""
-    return b'%s,"source":{"db":%s,%s,"lsn":"%s","commit_lsn":"%s","seq":%d,"txid":%d,' \
-        b'"commit_ts":"%s","snapshot":%s}}' % (
-            event.body[:-1], commit.db, event.source_names, format_lsn(event.lsn).encode(),
-            format_lsn(commit.commit_lsn).encode(), seq, commit.txid,
-            commit.commit_ts.encode(), b"true" if commit.snapshot else b"false")
+    lsn = event.lsn
+    return b'%s,"source":{"db":%s,%s,"lsn":"%X/%X","commit_lsn":"%s","seq":%d,%s' % (
+        event.body[:-1], commit.db, event.source_names, lsn >> 32, lsn & 0xFFFFFFFF,
+        commit.commit_lsn_text, seq, commit.tail)

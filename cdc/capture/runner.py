@@ -46,7 +46,8 @@ class CaptureSettings:
     """Batching and retry tunables."""
 
     batch_events: int = 5_000
-    batch_delay_s: float = 0.05
+    batch_delay_s: float = 0.02   # flush when the stream pauses this long …
+    batch_max_age_s: float = 0.25  # … or when the oldest record waited this long
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
 
@@ -116,7 +117,8 @@ class Capture:
 
     def _existing_topics(self) -> list[str]:
         prefix = f"{self.config.topic_prefix}."
-        return [t for t in self.log.admin().topics() if t.startswith(prefix)]
+        return [t for t in self.log.admin().topics()  # connectors write dead letters
+                if t.startswith(prefix) and not self.config.is_dead_letter_topic(t)]
 
     def _known_schema_versions(self) -> dict[str, Any]:
         topic = f"{self.config.topic_prefix}._schemas"
@@ -142,8 +144,10 @@ class Capture:
         heartbeat_s = heartbeat.total_seconds() if heartbeat else None
         last_data = time.monotonic()
         while not stop.is_set():
-            waiting = bool(assembler.ready)
-            message = repl.read(0.0 if waiting else 0.5)
+            # group commit: while changes keep coming, gather them (up to batch_events
+            # or batch_max_age_s); flush as soon as the stream pauses for batch_delay_s
+            timeout = settings.batch_delay_s if assembler.ready else 0.5
+            message = repl.read(timeout)
             now = time.monotonic()
             if message is None:
                 if assembler.ready:
@@ -167,8 +171,11 @@ class Capture:
                 if assembler.idle and message.end_lsn > assembler.ack_lsn \
                         and not assembler.ready:
                     assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message
+                while assembler.draining:  # a committed streamed transaction, in chunks
+                    assembler.drain(settings.batch_events)
+                    self._flush(repl, assembler, resume)
                 if len(assembler.ready) >= settings.batch_events or (
-                        assembler.ready and now - batch_started >= settings.batch_delay_s):
+                        assembler.ready and now - batch_started >= settings.batch_max_age_s):
                     self._flush(repl, assembler, resume)
             if now >= next_status:
                 next_status = now + STATUS_EVERY_S

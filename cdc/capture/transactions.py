@@ -9,6 +9,8 @@ PostgreSQL once those records are durable.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -47,6 +49,15 @@ from .spool import StreamSpool
 
 
 @dataclass(slots=True)
+class _StreamDrain:
+    commit: CommitInfo
+    events: Iterator[PendingEvent]
+    end_lsn: int
+    seq: int = 0
+    handed_out: int = -1
+
+
+@dataclass(slots=True)
 class _OpenTransaction:
     commit: CommitInfo
     seq: int = 0
@@ -66,6 +77,7 @@ class TransactionAssembler:
     _open: _OpenTransaction | None = None
     _stream_xid: int | None = None
     _db_json: bytes = b"null"
+    _draining: _StreamDrain | None = None
 
     def __post_init__(self) -> None:
         self._db_json = orjson.dumps(self.database)
@@ -73,7 +85,29 @@ class TransactionAssembler:
     @property
     def idle(self) -> bool:
         """True between transactions with no streamed transaction open."""
-        return self._open is None and self.spool.open_transactions() == 0
+        return (self._open is None and self._draining is None
+                and self.spool.open_transactions() == 0)
+
+    @property
+    def draining(self) -> bool:
+        """True while a committed streamed transaction still has records to hand out."""
+        return self._draining is not None
+
+    def drain(self, limit: int) -> None:
+        """Move up to ``limit`` records of a committed streamed transaction to ``ready``
+        (memory stays bounded however large it was); at its end, advance ``ack_lsn``."""
+        drain = self._draining
+        if drain is None:
+            return
+        commit = drain.commit
+        for event in itertools.islice(drain.events, limit):
+            self.ready.append(Record(event.topic, event.key, complete(event, commit, drain.seq),
+                                     Position(commit.commit_lsn, drain.seq), event.tombstone))
+            drain.seq += 1
+        if drain.seq == drain.handed_out:  # nothing came: the spool is exhausted
+            self._draining = None
+            self.ack_lsn = max(self.ack_lsn, drain.end_lsn)
+        drain.handed_out = drain.seq
 
     def feed(self, message: Message, wal_lsn: int) -> None:
         """Apply one decoded message that arrived at ``wal_lsn``."""
@@ -147,11 +181,8 @@ class TransactionAssembler:
     def _stream_commit(self, message: StreamCommit) -> None:
         commit = CommitInfo(self._db_json, message.commit_lsn, message.xid,
                             pg_micros_to_iso(message.commit_ts))
-        for seq, event in enumerate(self.spool.commit(message.xid)):
-            self.ready.append(Record(event.topic, event.key, complete(event, commit, seq),
-                                     Position(commit.commit_lsn, seq), event.tombstone))
+        self._draining = _StreamDrain(commit, self.spool.commit(message.xid), message.end_lsn)
         self._stream_xid = None
-        self.ack_lsn = max(self.ack_lsn, message.end_lsn)
 
     def _logical_message(self, message: LogicalMessage, wal_lsn: int) -> None:
         if message.prefix not in self.message_prefixes:

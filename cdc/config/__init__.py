@@ -8,7 +8,7 @@ for the sinks' own config models.
 """
 
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
-from cdc.config.connector import BackpressureConfig, ConnectorConfig
+from cdc.config.connector import BackpressureConfig, ConnectorConfig, RetryConfig
 from cdc.config.event_log import CompactionConfig, LogConfig, RetentionConfig
 from cdc.config.fields import (
     DataSize,
@@ -40,6 +40,7 @@ __all__ = [
     "RetentionConfig",
     "RetentionSize",
     "RetentionTime",
+    "RetryConfig",
     "SourceConfig",
     "SparkConfig",
     "config_json_schema",

@@ -60,6 +60,26 @@ class BackpressureConfig(ConfigModel):
         return self
 
 
+class RetryConfig(ConfigModel):
+    """How the runtime retries a sink's transient errors: exponential backoff, full jitter."""
+
+    initial_backoff: Duration = Field(default=timedelta(milliseconds=500),
+                                      description="the longest wait before the first retry")
+    max_backoff: Duration = Field(default=timedelta(seconds=60),
+                                  description="the longest wait between two attempts")
+    max_attempts: int | None = Field(
+        default=None, ge=1, description="give up (stop the connector) after this many "
+        "attempts of one write; null: retry until it works, logging every attempt")
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> RetryConfig:
+        if self.max_backoff < self.initial_backoff:
+            raise_field_problems("RetryConfig", [(
+                ("max_backoff",), "must be at least initial_backoff "
+                f"({self.initial_backoff.total_seconds():g}s)", None)])
+        return self
+
+
 class ConnectorConfig(ConfigModel):
     """One consumer group feeding one sink; ``config`` is checked by the sink's own model."""
 
@@ -74,6 +94,7 @@ class ConnectorConfig(ConfigModel):
     batch_timeout: Duration = Field(default=timedelta(seconds=1),
                                     description="write a partial batch after this long")
     backpressure: BackpressureConfig = Field(default_factory=BackpressureConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
     config: SinkConfig = Field(default_factory=lambda: UncheckedSinkConfig(),
                                validate_default=True)
 

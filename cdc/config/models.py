@@ -36,6 +36,14 @@ class MetricsConfig(ConfigModel):
     port: int = Field(ge=1, le=65535, description="the TCP port to bind")
 
 
+DEAD_LETTER_INFIX = "dlq"
+
+
+def dead_letter_topic(topic_prefix: str, connector: str) -> str:
+    """Where a connector puts the events its sink refused: ``<prefix>.dlq.<connector>``."""
+    return f"{topic_prefix}.{DEAD_LETTER_INFIX}.{connector}"
+
+
 class PipelineConfig(ConfigModel):
     """One ``pipeline.yaml``: capture ``source`` into ``log``, feed ``connectors``."""
 
@@ -59,6 +67,10 @@ class PipelineConfig(ConfigModel):
     def topic_prefix(self) -> str:
         """The prefix of every topic name: ``log.topic_prefix``, else the slot name."""
         return self.log.topic_prefix or self.source.slot
+
+    def is_dead_letter_topic(self, topic: str) -> bool:
+        """True for a connector's dead-letter topic (the capture never writes those)."""
+        return topic.startswith(dead_letter_topic(self.topic_prefix, ""))
 
     def topic_for(self, schema: str, table: str) -> str:
         """The topic that holds the changes of ``schema.table``."""

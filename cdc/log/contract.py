@@ -74,6 +74,10 @@ class Log(Protocol):
     def producer(self) -> Producer:
         """The producer (one per log: the capture)."""
 
+    def topic_producer(self, topic: str) -> Producer:
+        """A producer of ``topic`` alone, usable beside ``producer()`` from any process
+        (a connector's dead-letter topic); the caller closes it."""
+
     def consumer(self, group: str, *, topics: Sequence[str] = (), pattern: str | None = None,
                  start: StartAt | None = None,
                  backpressure: Backpressure | None = None) -> Consumer:

@@ -18,6 +18,7 @@ from cdc.config import (
     raise_field_problems,
     template_validator,
 )
+from derived import ViewDefinition
 
 INDEX_PLACEHOLDERS = ("prefix", "topic", "schema", "table")
 _FORBIDDEN_IN_INDEX = set('\\/*?"<>| ,#:')
@@ -54,6 +55,13 @@ class OpenSearchSinkConfig(ConfigModel):
     verify_certs: bool = Field(default=True, description="check the cluster's TLS certificate")
     ca_certs: Path | None = Field(default=None, description="a CA bundle to trust (PEM file)")
     request_timeout: Duration = Field(default=timedelta(seconds=30), description="per request")
+    tombstone_retention: Duration = Field(
+        default=timedelta(hours=1),
+        description="how long a deleted document's version is remembered (index.gc_deletes), "
+        "so a replayed older write cannot bring it back; longer costs heap per delete")
+    views: tuple[ViewDefinition, ...] = Field(
+        default=(), description="derived views; a view's target is the alias its table's "
+        "documents go to; tables without a view are indexed as they are")
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenSearchSinkConfig:
@@ -67,6 +75,15 @@ class OpenSearchSinkConfig(ConfigModel):
         if self.alias is not None and self.alias == self.index:
             problems.append((("alias",), "must differ from index: an alias and an index "
                              "cannot share a name", self.alias))
+        targets: set[str] = set()
+        for number, view in enumerate(self.views):
+            if view.target in targets:
+                problems.append((("views", number, "target"), "another view already writes "
+                                 f"{view.target!r}; give each view its own target", view.target))
+            targets.add(view.target)
+            if view.key_template is not None:
+                problems.append((("views", number, "key_template"), "only used by the redis "
+                                 "sink; remove it", view.key_template))
         if problems:
             raise_field_problems("OpenSearchSinkConfig", problems)
         return self

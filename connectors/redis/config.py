@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -10,10 +11,13 @@ from pydantic import Field, SecretStr, model_validator
 from cdc.config import (
     ConfigModel,
     Duration,
+    Loc,
+    RetentionTime,
     raise_field_problems,
     template_validator,
     url_validator,
 )
+from derived import ViewDefinition
 
 KEY_PLACEHOLDERS = ("prefix", "topic", "schema", "table", "key")
 
@@ -34,11 +38,33 @@ class RedisSinkConfig(ConfigModel):
         description="json: the row as a JSON string; hash: one hash field per column")
     ttl: Duration | None = Field(default=None,
                                  description="expire keys after this long; null: never")
+    mode: Literal["upsert", "invalidate"] = Field(
+        default="upsert", description="upsert: keep each row's value in Redis; invalidate: "
+        "delete the key on any change (for read-through caches)")
+    tombstone_retention: RetentionTime = Field(
+        default=timedelta(days=7), description="how long a deleted row's version is kept, so "
+        "a replayed older write cannot bring the row back; 'forever' keeps it")
+    timeout: Duration = Field(default=timedelta(seconds=5),
+                              description="connect and per-command timeout")
+    views: tuple[ViewDefinition, ...] = Field(
+        default=(), description="derived views; a view's key_template overrides key_template; "
+        "tables without a view are written as they are")
 
     @model_validator(mode="after")
-    def _one_password(self) -> RedisSinkConfig:
+    def _consistent(self) -> RedisSinkConfig:
+        problems: list[tuple[Loc, str, object]] = []
         if self.password is not None and urlsplit(self.url).password:
-            raise_field_problems("RedisSinkConfig", [(
-                ("password",), "the URL already contains a password; give it in one place",
-                None)])
+            problems.append((("password",), "the URL already contains a password; give it in "
+                             "one place", None))
+        templates: dict[tuple[str, str], int] = {}
+        for number, view in enumerate(self.views):
+            template = view.key_template or self.key_template
+            if (view.source, template) in templates:
+                problems.append((("views", number, "key_template"), "another view of "
+                                 f"{view.source} writes the same keys "
+                                 f"(views[{templates[view.source, template]}]); give this view "
+                                 "its own key_template", template))
+            templates[view.source, template] = number
+        if problems:
+            raise_field_problems("RedisSinkConfig", problems)
         return self

@@ -28,7 +28,8 @@ class WebhookSinkConfig(ConfigModel):
     headers: dict[HeaderName, SecretStr] = Field(
         default_factory=dict, description="extra request headers (values are kept secret)")
     signing_secret: SecretStr | None = Field(
-        default=None, description="HMAC-SHA256 key for the signature header; null: unsigned")
+        default=None, description="HMAC-SHA256 key: the signature header is 'sha256=' and "
+        "the hex HMAC of the raw body; null: unsigned")
     signature_header: HeaderName = Field(default="X-Distributary-Signature",
                                          description="the header carrying the signature")
     timeout: Duration = Field(default=timedelta(seconds=10), description="per request")

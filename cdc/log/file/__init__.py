@@ -3,5 +3,7 @@
 from .consumer import FileConsumer
 from .log import FileAdmin, FileLog, FileLogSettings
 from .producer import FileProducer
+from .topic_producer import FileTopicProducer
 
-__all__ = ["FileAdmin", "FileConsumer", "FileLog", "FileLogSettings", "FileProducer"]
+__all__ = ["FileAdmin", "FileConsumer", "FileLog", "FileLogSettings", "FileProducer",
+           "FileTopicProducer"]

@@ -72,7 +72,7 @@ class OffsetStore:
     def put(self, tp: TopicPartition, offset: int) -> None:
         """Durably replace the committed offset of ``tp``."""
         final = self.directory / _tp_name(tp)
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         with tmp.open("w") as out:
             out.write(f"{offset}\n")
             out.flush()
@@ -127,7 +127,7 @@ class GroupMember:
 
     def _write_policy(self, backpressure: Backpressure) -> None:
         path = self.directory / "policy.json"
-        tmp = path.with_name(f".policy.{os.getpid()}.tmp")
+        tmp = path.with_name(f".policy.{self.member_id}.tmp")  # members may share a process
         tmp.write_text(json.dumps({"policy": backpressure.policy.value,
                                    "max_lag": backpressure.max_lag}))
         os.replace(tmp, path)

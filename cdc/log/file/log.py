@@ -17,6 +17,7 @@ from ..records import (
 from .consumer import FileConsumer
 from .groups import OffsetStore, read_policy
 from .producer import FileProducer
+from .topic_producer import FileTopicProducer
 from .topics import (
     TopicMeta,
     end_offset,
@@ -85,10 +86,14 @@ class FileLog:
                 return True
         return False
 
+    def topic_producer(self, topic: str) -> FileTopicProducer:
+        """A producer of ``topic`` alone that may run beside the capture's producer, in
+        any process (a connector's dead-letter topic); the caller closes it."""
+        return FileTopicProducer(self, topic)
+
     def _end_offset(self, tp: TopicPartition) -> int:
-        if self._producer is not None:
-            return self._producer.end_offset(tp)
-        return end_offset(self.root, tp.topic, tp.partition)
+        known = self._producer.known_end_offset(tp) if self._producer is not None else None
+        return known if known is not None else end_offset(self.root, tp.topic, tp.partition)
 
     def close(self) -> None:
         """Close the producer if one was opened."""

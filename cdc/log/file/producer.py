@@ -1,8 +1,14 @@
-"""The file log's producer: the one process that appends (it holds the writer lock)."""
+"""The file log's producer: the one process that appends (it holds the writer lock).
+
+Besides the log-wide ``.writer.lock`` (one capture per log), it takes the writer lock of
+each topic it writes (``topic_lock``), so a connector's ``FileTopicProducer`` may append
+to its own dead-letter topic from another process, never to a topic the capture writes.
+"""
 
 from __future__ import annotations
 
 import fcntl
+from concurrent.futures import ThreadPoolExecutor
 import os
 import time
 from collections.abc import Sequence
@@ -15,6 +21,7 @@ from ..partitioner import partition_for
 from ..records import Position, Record, TopicPartition
 from .compaction import compact_partition
 from .retention import apply_retention
+from .topic_lock import TopicLock
 from .topics import TopicMeta, partition_dir, read_meta, write_meta
 from .writer import PartitionWriter
 
@@ -38,13 +45,25 @@ class FileProducer:
             raise LogError(f"another process is writing to the log at {log.root}; "
                            "stop it first (one capture per log)") from None
         self._writers: dict[TopicPartition, PartitionWriter] = {}
+        self._syncer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="log-fsync")
         self._partitions: dict[str, int] = {}
+        self._topic_locks: dict[str, TopicLock] = {}
         self._next_retention = time.monotonic() + RETENTION_CHECK_S
         self._next_compaction = time.monotonic() + log.settings.compaction_interval_ms / 1000
+
+    def _hold_topic(self, topic: str) -> None:
+        if topic in self._topic_locks:
+            return
+        lock = TopicLock(self._log.root, topic)
+        if not lock.try_acquire():
+            raise LogError(f"topic {topic!r} is being written by another producer "
+                           f"(lock {lock.path}); the capture cannot write it")
+        self._topic_locks[topic] = lock
 
     def _partition_count(self, topic: str) -> int:
         count = self._partitions.get(topic)
         if count is None:
+            self._hold_topic(topic)
             meta = read_meta(self._log.root, topic)
             if meta is None:
                 meta = TopicMeta(self._log.default_partitions)
@@ -56,6 +75,7 @@ class FileProducer:
         """The writer of one partition (recovered from disk on first use)."""
         writer = self._writers.get(tp)
         if writer is None:
+            self._hold_topic(tp.topic)
             settings = self._log.settings
             writer = PartitionWriter(partition_dir(self._log.root, tp.topic, tp.partition),
                                      tp.topic, tp.partition,
@@ -84,10 +104,18 @@ class FileProducer:
             else:
                 batch.append(record)
         now_ms = int(time.time() * 1000)
+        written = []
         for i, (tp, batch) in enumerate(batches.items()):
             if i:
                 crash_point("mid_append")
-            self.writer(tp).append(batch, now_ms)
+            writer = self.writer(tp)
+            writer.append(batch, now_ms, sync=False)
+            written.append(writer)
+        if len(written) == 1:
+            written[0].sync()
+        elif written:  # the disk works on all partitions' flushes at once
+            for _ in self._syncer.map(PartitionWriter.sync, written):
+                pass
         if time.monotonic() >= self._next_retention:
             self.enforce_retention()
         if time.monotonic() >= self._next_compaction:
@@ -96,6 +124,11 @@ class FileProducer:
     def end_offset(self, tp: TopicPartition) -> int:
         """The next offset of a partition as this producer knows it."""
         return self.writer(tp).next_offset
+
+    def known_end_offset(self, tp: TopicPartition) -> int | None:
+        """The next offset of a partition this producer has written, else None."""
+        writer = self._writers.get(tp)
+        return writer.next_offset if writer is not None else None
 
     def last_positions(self, topic: str) -> dict[int, Position]:
         """Source position of the last durable record of every partition of ``topic``."""
@@ -130,9 +163,13 @@ class FileProducer:
 
     def close(self) -> None:
         """Close every partition file and release the writer lock."""
+        self._syncer.shutdown(wait=True)
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+        for lock in self._topic_locks.values():
+            lock.release()
+        self._topic_locks.clear()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

@@ -107,8 +107,9 @@ class PartitionWriter:
             fsync_dir(self.directory)
 
     # -- appending -------------------------------------------------------------------
-    def append(self, records: Sequence[Record], now_ms: int) -> int:
-        """Write ``records`` after the last one; durable on return when ``fsync``.
+    def append(self, records: Sequence[Record], now_ms: int, *, sync: bool = True) -> int:
+        """Write ``records`` after the last one; durable on return when ``fsync`` (unless
+        ``sync=False``: then the caller calls ``sync()``).
 
         Returns the offset of the first record written.
         """
@@ -133,8 +134,8 @@ class PartitionWriter:
         while view:
             written = os.write(self._fd, view)
             view = view[written:]
-        if self.fsync:
-            os.fdatasync(self._fd)
+        if sync:
+            self.sync()
         if index_entries:
             os.write(self._index_fd, b"".join(index_entries))
         self._size = position
@@ -142,6 +143,21 @@ class PartitionWriter:
         if records and records[-1].position != NO_POSITION:
             self.last_position = max(self.last_position, records[-1].position)
         return first
+
+    def matches_disk(self) -> bool:
+        """True when nobody else appended since this writer's last write: its segment is
+        still the partition's newest and has exactly the bytes it wrote."""
+        try:
+            size = os.fstat(self._fd).st_size if self._fd >= 0 else -1
+        except OSError:
+            return False
+        bases = list_segments(self.directory)
+        return size == self._size and bool(bases) and bases[-1] == self._base
+
+    def sync(self) -> None:
+        """Make what was appended durable (fdatasync), if the log is configured to."""
+        if self.fsync:
+            os.fdatasync(self._fd)
 
     @property
     def last_durable_position(self) -> Position:

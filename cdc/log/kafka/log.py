@@ -32,6 +32,10 @@ class KafkaLog:
             self._producer = KafkaProducer(self._config, self._admin)
         return self._producer
 
+    def topic_producer(self, topic: str) -> KafkaProducer:
+        """A producer of its own (Kafka takes any number); the caller closes it."""
+        return KafkaProducer(self._config, self._admin)
+
     def consumer(self, group: str, *, topics: Sequence[str] = (), pattern: str | None = None,
                  start: StartAt | None = None,
                  backpressure: Backpressure | None = None) -> KafkaConsumer:

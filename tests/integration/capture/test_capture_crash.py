@@ -89,16 +89,19 @@ def prepare(env: CaptureEnv) -> None:
         proc.wait(timeout=30)
 
 
-@pytest.mark.parametrize("crash_at", ["before_append:3", "mid_append:5", "after_append:4"])
+@pytest.mark.parametrize("crash_at", ["before_append:3", "mid_append:3", "after_append:3"])
 def test_crash_at_a_chosen_point(capture_env: CaptureEnv, crash_at: str) -> None:
     env = capture_env
     prepare(env)
     stop = threading.Event()
-    writer = threading.Thread(target=workload, args=(env, 300, stop))
+    writer = threading.Thread(target=workload, args=(env, 300, stop, 0.01))
     writer.start()
     crashing = start_capture(env, crash_at)
-    assert crashing.wait(timeout=60) == -signal.SIGKILL, "the crash point was reached"
-    writer.join()
+    try:
+        assert crashing.wait(timeout=60) == -signal.SIGKILL, "the crash point was reached"
+    finally:
+        crashing.kill()
+        writer.join()
     survivor = start_capture(env)
     try:
         wait_caught_up(env)

@@ -1,0 +1,126 @@
+"""From a batch of events to the changes a sink applies, one per event and view.
+
+Shared by the OpenSearch and Redis sinks: routes each event through the views of its
+table (or none: the row as is), and completes rows whose update left unchanged TOAST
+columns out from what the batch itself knows (an earlier event of the same key) or from
+``before`` (REPLICA IDENTITY FULL carries the old row in full). What is still missing is
+the sink's to resolve against the stored record (``derived.plan_unchanged``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.contract import Rejection, SinkEvent
+from connectors.placeholders import TableNames
+from derived import ViewDefinition
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """Write the record ``view`` derives from ``row``; ``missing`` columns were not resent."""
+
+    event: SinkEvent
+    names: TableNames
+    view: ViewDefinition | None
+    row: dict[str, Any]
+    missing: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Remove the record of the event's key."""
+
+    event: SinkEvent
+    names: TableNames
+    view: ViewDefinition | None
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """Remove every record of the table (of this view)."""
+
+    event: SinkEvent
+    names: TableNames
+    view: ViewDefinition | None
+
+
+Change = Upsert | Delete | Truncate
+UPSERT_OPS = frozenset({"c", "u", "r"})
+
+
+class ChangeReader:
+    """Turns batches into changes; knows the views and the topics' names."""
+
+    def __init__(self, views: Sequence[ViewDefinition], fallback_prefix: str = "") -> None:
+        self._views: dict[tuple[str, str], tuple[ViewDefinition, ...]] = {}
+        for view in views:
+            self._views[view.table] = (*self._views.get(view.table, ()), view)
+        self._fallback_prefix = fallback_prefix
+        self._names: dict[tuple[str, str, str], TableNames] = {}
+
+    def read(self, batch: Sequence[SinkEvent]) -> tuple[list[Change], list[Rejection]]:
+        """The changes of ``batch`` in its order, and the events that make no sense."""
+        changes: list[Change] = []
+        rejected: list[Rejection] = []
+        rows: dict[tuple[str, bytes], dict[str, Any]] = {}
+        for item in batch:
+            op = item.event.get("op")
+            if op == "m":
+                continue
+            if op not in UPSERT_OPS and op not in ("d", "t"):
+                rejected.append(Rejection(item, f"unknown op {op!r}"))
+                continue
+            names = self._table_names(item)
+            views: tuple[ViewDefinition | None, ...] = self._views.get(
+                (names.schema, names.table), (None,))
+            if op == "t":
+                changes.extend(Truncate(item, names, view) for view in views)
+                continue
+            if not item.key:
+                rejected.append(Rejection(item, f"op {op!r} without a key"))
+                continue
+            identity = (item.message.topic, item.message.key)
+            if op == "d":
+                rows.pop(identity, None)
+                changes.extend(Delete(item, names, view) for view in views)
+                continue
+            after = item.event.get("after")
+            if not isinstance(after, dict):
+                rejected.append(Rejection(item, f"op {op!r} without an 'after' row"))
+                continue
+            row, missing = _complete(item.event, after, rows.get(identity))
+            rows[identity] = row
+            changes.extend(Upsert(item, names, view, row, missing) for view in views)
+        return changes, rejected
+
+    def _table_names(self, item: SinkEvent) -> TableNames:
+        source = item.event.get("source") or {}
+        cache_key = (item.message.topic, str(source.get("schema")), str(source.get("table")))
+        names = self._names.get(cache_key)
+        if names is None:
+            names = TableNames.of(item.message.topic, source, self._fallback_prefix)
+            self._names[cache_key] = names
+        return names
+
+
+def _complete(event: dict[str, Any], after: dict[str, Any],
+              earlier: dict[str, Any] | None) -> tuple[dict[str, Any], frozenset[str]]:
+    unchanged = event.get("unchanged")
+    if not unchanged:
+        return after, frozenset()
+    row = dict(after)
+    missing: set[str] = set()
+    before = event.get("before")
+    for column in unchanged:
+        if column in row:
+            continue
+        if earlier is not None and column in earlier:
+            row[column] = earlier[column]
+        elif isinstance(before, dict) and column in before:
+            row[column] = before[column]
+        else:
+            missing.add(column)
+    return row, frozenset(missing)

@@ -1,0 +1,83 @@
+"""``cdc connect -c FILE [--connector NAME]``: run connectors until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from cdc.config import ConnectorConfig, PipelineConfig
+from cdc.config.commands import config_option, load_config_or_exit
+from cdc.errors import DistributaryError
+from cdc.log import Log
+from cdc.log.open import open_log
+
+from .runtime import ConnectorRunner, RuntimeMetrics
+
+log = logging.getLogger(__name__)
+
+
+def select_connectors(config: PipelineConfig, names: Sequence[str]) -> list[ConnectorConfig]:
+    """The connectors named (all when ``names`` is empty); ClickException naming the known."""
+    if not config.connectors:
+        raise click.ClickException("the pipeline file configures no connectors")
+    if not names:
+        return list(config.connectors)
+    known = {connector.name: connector for connector in config.connectors}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise click.ClickException(f"no connector named {', '.join(map(repr, unknown))}; "
+                                   f"configured: {', '.join(known)}")
+    return [known[name] for name in dict.fromkeys(names)]
+
+
+def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig],
+                   event_log: Log, stop: threading.Event, metrics: RuntimeMetrics) -> None:
+    """Run ``connectors`` until ``stop`` is set or one fails; drain all of them.
+
+    Raises ``ConnectorFailedError`` for the first connector that failed.
+    """
+    runners = [ConnectorRunner(connector, event_log, topic_prefix=config.topic_prefix,
+                               metrics=metrics) for connector in connectors]
+    for runner in runners:
+        runner.start()
+    try:
+        while not stop.wait(0.2) and not any(runner.stopping for runner in runners):
+            pass
+    finally:
+        for runner in runners:
+            runner.stop()
+        for runner in runners:
+            runner.join()
+    for runner in runners:
+        runner.raise_failure()
+
+
+@click.command()
+@config_option
+@click.option("--connector", "names", multiple=True, metavar="NAME",
+              help="Run only this connector (repeat for several); default: all.")
+def connect(config_path: Path, names: tuple[str, ...]) -> None:
+    """Feed the configured sinks from the log (each connector is a consumer group)."""
+    from cdc.capture.commands import stop_on_signals
+
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = load_config_or_exit(config_path)
+    connectors = select_connectors(config, names)
+    metrics = RuntimeMetrics()
+    if config.metrics is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(config.metrics.port, config.metrics.host, registry=metrics.registry)
+    event_log = open_log(config.log)
+    stop = stop_on_signals()
+    try:
+        run_connectors(config, connectors, event_log, stop, metrics)
+    except DistributaryError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        event_log.close()

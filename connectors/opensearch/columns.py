@@ -1,0 +1,73 @@
+"""Column types from the capture's schema topic ``<prefix>._schemas``, for exact mappings.
+
+The capture records each table's columns (name, PostgreSQL type) as a new schema version
+whenever they change. The sink reads the topic from the start when it meets a table, or
+a schema version, it has not seen, at most once per ``reread_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Protocol
+
+import orjson
+
+from cdc.log import Log, StartAt
+
+log = logging.getLogger(__name__)
+
+
+class ColumnTypes(Protocol):
+    """Column name → type name (``pg_catalog.int4``) of a table, or ``None`` if unknown."""
+
+    def __call__(self, schema: str, table: str, version: int) -> Mapping[str, str] | None: ...
+
+
+class SchemaTopicColumns:
+    """``ColumnTypes`` read from a log's schema topic."""
+
+    def __init__(self, event_log: Log, topic: str, group: str,
+                 reread_interval: float = 5.0) -> None:
+        self._log = event_log
+        self._topic = topic
+        self._group = group
+        self._reread_interval = reread_interval
+        self._tables: dict[str, tuple[int, dict[str, str]]] = {}
+        self._read_at = float("-inf")
+
+    def __call__(self, schema: str, table: str, version: int) -> Mapping[str, str] | None:
+        name = f"{schema}.{table}"
+        known = self._tables.get(name)
+        if (known is None or known[0] < version) and \
+                time.monotonic() - self._read_at >= self._reread_interval:
+            self._read()
+            known = self._tables.get(name)
+        return known[1] if known is not None else None
+
+    def _read(self) -> None:
+        self._read_at = time.monotonic()
+        if self._topic not in self._log.admin().topics():
+            return
+        consumer = self._log.consumer(self._group, topics=[self._topic],
+                                      start=StartAt.earliest())
+        try:
+            while batch := consumer.poll(1000, timeout=0.2):
+                for message in batch:
+                    self._learn(message.value)
+        finally:
+            consumer.close()
+
+    def _learn(self, value: bytes) -> None:
+        try:
+            record = orjson.loads(value)
+            name = f"{record['schema']}.{record['table']}"
+            version = int(record["schema_version"])
+            types = {str(c["name"]): str(c["type"]) for c in record["columns"]}
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            log.warning("skipping a malformed record of %s", self._topic,
+                        extra={"topic": self._topic})
+            return
+        if version >= self._tables.get(name, (0, {}))[0]:
+            self._tables[name] = (version, types)

@@ -1,0 +1,148 @@
+"""Indices behind aliases: created on first sight, extended with new fields, and emptied
+by a truncate through an alias swap.
+
+Every write goes to an alias ``<alias>`` pointing at one concrete index ``<base>-<n>``.
+A truncate creates ``<base>-<n+1>`` with the same mappings and settings, moves the alias
+in one atomic ``_aliases`` call, then deletes the old index: readers never see a
+half-empty index, and the work is three requests whatever the table's size. The new
+index records the truncate's version in ``_meta.distributary.truncate_version``; writes
+older than it are skipped, and replaying the truncate itself does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import TransportError
+
+from connectors.contract import SinkRejectedError
+
+from .errors import error_type_of, status_of, translate
+from .mapping import FieldMapping, index_body
+
+log = logging.getLogger(__name__)
+
+_COPIED_SETTINGS = ("number_of_shards", "number_of_replicas", "refresh_interval", "gc_deletes",
+                    "analysis")
+
+
+@dataclass(slots=True)
+class IndexState:
+    """What the sink knows of one alias: its index, mapped fields, last truncate."""
+
+    alias: str
+    base: str
+    index: str
+    fields: set[str] = field(default_factory=set)
+    truncate_version: int = 0
+
+
+class IndexCatalog:
+    """Finds, creates and swaps the indices behind aliases; caches what it learnt."""
+
+    def __init__(self, client: OpenSearch, tombstone_retention_s: int) -> None:
+        self._client = client
+        self._tombstone_retention_s = tombstone_retention_s
+        self._states: dict[str, IndexState] = {}
+
+    def state(self, alias: str, base: str) -> IndexState:
+        """The state of ``alias``, creating ``<base>-1`` behind it if it does not exist."""
+        known = self._states.get(alias)
+        if known is None:
+            known = self._load(alias, base) or self._create(alias, base, 0)
+            self._states[alias] = known
+        return known
+
+    def forget(self) -> None:
+        """Drop what is cached (after an error that may mean someone changed the indices)."""
+        self._states.clear()
+
+    def add_fields(self, state: IndexState, mappings: dict[str, FieldMapping]) -> None:
+        """Map new fields; a conflicting mapping is left to the bulk items to report."""
+        try:
+            self._client.indices.put_mapping(index=state.alias, body={"properties": mappings})
+        except TransportError as exc:
+            if status_of(exc) != 400:
+                raise translate(exc, f"mapping new fields of {state.alias}") from exc
+            log.warning("mapping new fields of %s failed (%s); its documents may be rejected",
+                        state.alias, error_type_of(exc), extra={"sink": "opensearch"})
+            self._states.pop(state.alias, None)
+            return
+        state.fields.update(mappings)
+
+    def truncate(self, state: IndexState, version: int) -> IndexState:
+        """Empty the alias's index by a swap to a new empty one (see the module docstring)."""
+        old = state.index
+        try:
+            current = self._client.indices.get(index=old)[old]
+            settings = {name: value for name, value in current["settings"]["index"].items()
+                        if name in _COPIED_SETTINGS}
+            mappings = dict(current["mappings"])
+            mappings["_meta"] = {"distributary": {"truncate_version": version}}
+            new = f"{state.base}-{self._next_number(state.base)}"
+            self._client.indices.create(index=new, body={"settings": {"index": settings},
+                                                         "mappings": mappings})
+            self._client.indices.update_aliases(body={"actions": [
+                {"remove": {"index": old, "alias": state.alias}},
+                {"add": {"index": new, "alias": state.alias, "is_write_index": True}}]})
+            self._client.indices.delete(index=old, ignore_unavailable=True)
+        except TransportError as exc:
+            self._states.pop(state.alias, None)
+            raise translate(exc, f"truncating {state.alias} (swapping {old} out)") from exc
+        log.info("truncated %s: %s replaced by %s at version %d", state.alias, old, new, version,
+                 extra={"sink": "opensearch"})
+        swapped = IndexState(state.alias, state.base, new, set(state.fields), version)
+        self._states[state.alias] = swapped
+        return swapped
+
+    def _load(self, alias: str, base: str) -> IndexState | None:
+        try:
+            found = self._client.indices.get_alias(name=alias)
+        except TransportError as exc:
+            if status_of(exc) == 404:
+                return None
+            raise translate(exc, f"looking up alias {alias}") from exc
+        index = next((name for name, entry in found.items()
+                      if entry["aliases"][alias].get("is_write_index", len(found) == 1)), None)
+        if index is None:
+            raise SinkRejectedError(f"alias {alias} points at several indices and none is the "
+                                    "write index; set is_write_index on one")
+        try:
+            mapping = self._client.indices.get_mapping(index=index)[index]["mappings"]
+        except TransportError as exc:
+            raise translate(exc, f"reading the mapping of {index}") from exc
+        meta = mapping.get("_meta", {}).get("distributary", {})
+        return IndexState(alias, base, index, set(mapping.get("properties", {})),
+                          int(meta.get("truncate_version", 0)))
+
+    def _create(self, alias: str, base: str, truncate_version: int) -> IndexState:
+        index = f"{base}-{self._next_number(base)}"
+        body = index_body(alias, truncate_version, self._tombstone_retention_s)
+        try:
+            self._client.indices.create(index=index, body=body)
+        except TransportError as exc:
+            kind = error_type_of(exc)
+            if kind == "resource_already_exists_exception":  # another worker was first
+                return self._load(alias, base) or self._create(alias, base, truncate_version)
+            if kind == "invalid_alias_name_exception":
+                raise SinkRejectedError(
+                    f"cannot write through alias {alias}: an index has that name; reindex it "
+                    "into another index and delete it, or configure another index name"
+                ) from exc
+            raise translate(exc, f"creating index {index} behind alias {alias}") from exc
+        log.info("created index %s behind alias %s", index, alias, extra={"sink": "opensearch"})
+        return IndexState(alias, base, index, set(), truncate_version)
+
+    def _next_number(self, base: str) -> int:
+        try:
+            existing: dict[str, Any] = self._client.indices.get(
+                index=f"{base}-*", allow_no_indices=True, expand_wildcards="all")
+        except TransportError as exc:
+            raise translate(exc, f"listing indices {base}-*") from exc
+        pattern = re.compile(re.escape(base) + r"-(\d+)")
+        numbers = [int(m.group(1)) for name in existing if (m := pattern.fullmatch(name))]
+        return max(numbers, default=0) + 1

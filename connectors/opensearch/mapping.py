@@ -1,0 +1,120 @@
+"""Index mappings derived from a table's columns (by type when known, else by value).
+
+With the column types of the capture's schema records:
+
+- ``int2/int4/int8/oid`` → ``long``; ``float4/float8`` → ``double``; ``bool`` → ``boolean``
+- ``numeric`` → ``keyword`` with a ``double`` sub-field (``price.double``): the keyword
+  keeps every digit for exact matches (and ``_source`` returns the exact text), the
+  sub-field serves ranges, sorting and aggregations. ``scaled_float`` or ``double``
+  alone would round the value a query matches against.
+- ``date/timestamp/timestamptz`` → ``date`` (``ignore_malformed``: ``infinity`` and BC
+  dates stay in ``_source`` without failing the document)
+- text types and anything unknown → ``text`` with a ``keyword`` sub-field
+- ``json/jsonb`` → ``flat_object`` (any shape, no mapping explosion or conflicts);
+  ``bytea`` → ``binary``; ``uuid``, ``time``, ``interval``, ``money`` … → ``keyword``;
+  arrays map as their element type.
+
+Without types the first non-null value decides: booleans, integers (``long``), floats
+(``double``), objects and lists of objects (``flat_object``), ISO-8601 dates and
+timestamps (``date``), other text (``text`` + ``keyword``; numeric text is not guessed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+FieldMapping = dict[str, Any]
+
+TEXT: FieldMapping = {"type": "text",
+                      "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}}
+NUMERIC: FieldMapping = {"type": "keyword",
+                         "fields": {"double": {"type": "double", "ignore_malformed": True}}}
+DATE: FieldMapping = {"type": "date", "ignore_malformed": True}
+LONG: FieldMapping = {"type": "long"}
+DOUBLE: FieldMapping = {"type": "double"}
+BOOLEAN: FieldMapping = {"type": "boolean"}
+KEYWORD: FieldMapping = {"type": "keyword", "ignore_above": 1024}
+OBJECT: FieldMapping = {"type": "flat_object"}
+BINARY: FieldMapping = {"type": "binary"}
+
+_BY_TYPE: dict[str, FieldMapping] = {
+    **dict.fromkeys(("int2", "int4", "int8", "oid", "xid", "xid8", "cid"), LONG),
+    "float4": DOUBLE, "float8": DOUBLE, "numeric": NUMERIC, "bool": BOOLEAN,
+    **dict.fromkeys(("date", "timestamp", "timestamptz"), DATE),
+    **dict.fromkeys(("json", "jsonb"), OBJECT),
+    "bytea": BINARY,
+    **dict.fromkeys(("uuid", "time", "timetz", "interval", "money", "pg_lsn", "inet", "cidr",
+                     "macaddr", "macaddr8", "bit", "varbit"), KEYWORD),
+}
+_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
+
+
+def mapping_for_type(type_name: str) -> FieldMapping:
+    """The field mapping of a PostgreSQL type named ``namespace.name`` (or just ``name``)."""
+    namespace, _, name = type_name.rpartition(".")
+    if namespace not in ("", "pg_catalog"):
+        return TEXT  # enums, domains, composite types: their text
+    if name.startswith("_"):
+        name = name[1:]  # an array maps as its element
+    return _BY_TYPE.get(name, TEXT)
+
+
+def mapping_for_value(value: Any) -> FieldMapping | None:
+    """The field mapping a value suggests, or ``None`` (null, empty list: decide later)."""
+    if isinstance(value, bool):
+        return BOOLEAN
+    if isinstance(value, int):
+        return LONG
+    if isinstance(value, float):
+        return DOUBLE
+    if isinstance(value, dict):
+        return OBJECT
+    if isinstance(value, list):
+        first = next((item for item in value if item is not None), None)
+        return mapping_for_value(first)
+    if isinstance(value, str):
+        return DATE if _TIMESTAMP.fullmatch(value) else TEXT
+    return None
+
+
+def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
+               types: Mapping[str, str]) -> dict[str, FieldMapping]:
+    """Mappings of the fields of ``documents`` not in ``known``; ``types`` gives the column
+    type of a field where one is known."""
+    seen = set(known)
+    found: dict[str, FieldMapping] = {}
+    for document in documents:
+        for field, value in document.items():
+            if field in seen:
+                continue
+            type_name = types.get(field)
+            mapping = mapping_for_type(type_name) if type_name else mapping_for_value(value)
+            if mapping is not None:
+                found[field] = mapping
+                seen.add(field)
+    return found
+
+
+def index_body(alias: str, truncate_version: int, tombstone_retention_s: int,
+               properties: Mapping[str, FieldMapping] | None = None) -> dict[str, Any]:
+    """The body creating a concrete index behind ``alias``.
+
+    ``_meta.distributary.truncate_version`` is the version of the truncate that emptied
+    the table: older writes are skipped. ``index.gc_deletes`` is how long a deleted
+    document's version is remembered, so a replayed older write cannot bring it back.
+    """
+    return {
+        "settings": {"index": {"gc_deletes": f"{tombstone_retention_s}s"}},
+        "mappings": {
+            "_meta": {"distributary": {"truncate_version": truncate_version}},
+            "date_detection": False,
+            "numeric_detection": False,
+            "dynamic_templates": [{"floats_as_double": {"match_mapping_type": "double",
+                                                        "mapping": {"type": "double"}}}],
+            "properties": dict(properties or {}),
+        },
+        "aliases": {alias: {"is_write_index": True}},
+    }

@@ -1,0 +1,258 @@
+"""``OpenSearchSink``: one document per row and view, written with external versions.
+
+A batch becomes at most one bulk request (more only past ``bulk_size``/``bulk_max_bytes``):
+
+1. events become changes (``connectors.changes``) and each change an alias: the view's
+   target, else the ``alias`` (or ``index``) template of the event's table;
+2. a truncate empties its alias by a swap (``indices``) before the batch's other writes;
+   writes older than the alias's last truncate are skipped;
+3. updates that left unchanged TOAST columns out read the stored documents (one
+   ``mget``) and keep those fields (see "Unchanged TOAST columns" below);
+4. fields never seen before are mapped (``mapping``), then the bulk request is sent.
+
+Document ``_id`` is the key (``derived.encode_key``: the value of a one-column key, else
+the columns' values escaped and joined by ``:``).
+
+Unchanged TOAST columns: external versioning works only with whole-document ``index``
+and ``delete`` actions (not with partial updates or scripts, whose internal version
+would then fall out of step with the source positions). So the sink reads the stored
+document and writes a complete one: read-modify-write, guarded by the version — if the
+stored document is newer the write is a 409 and changes nothing. Values come, in order,
+from an earlier event of the batch, from ``before`` (REPLICA IDENTITY FULL), from the
+stored document; a view field that mixes such a column with resent ones cannot be
+derived, and the event is rejected with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import TransportError
+
+from connectors.changes import Change, ChangeReader, Delete, Truncate, Upsert
+from connectors.contract import Rejection, SinkEvent, SinkUnavailableError, WriteResult
+from connectors.placeholders import NameTemplate, TableNames
+from connectors.sink_context import connector_name_of, context_value, topic_prefix_of
+from derived import apply_view_keeping, encode_key, plan_unchanged, recover_columns
+
+from .bulk import BulkAction, delete_action, index_action, send
+from .client import make_client
+from .columns import ColumnTypes, SchemaTopicColumns
+from .config import OpenSearchSinkConfig
+from .errors import translate, unavailable
+from .indices import IndexCatalog, IndexState
+from .mapping import new_fields
+from .names import index_name
+
+log = logging.getLogger(__name__)
+
+MAX_ID_BYTES = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One bulk action, the index it writes, its change, and the document it indexes."""
+
+    action: BulkAction
+    state: IndexState
+    change: Upsert | Delete
+    document: dict[str, Any] | None
+
+
+class OpenSearchSink:
+    """The OpenSearch sink (see the module docstring)."""
+
+    def __init__(self, config: OpenSearchSinkConfig, *, topic_prefix: str = "",
+                 column_types: ColumnTypes | None = None) -> None:
+        self.config = config
+        self._reader = ChangeReader(config.views, topic_prefix)
+        self._column_types = column_types
+        self._index = NameTemplate(config.index)
+        self._alias = NameTemplate(config.alias) if config.alias is not None else None
+        self._names: dict[TableNames, tuple[str, str]] = {}
+        self._client: OpenSearch | None = None
+        self._catalog: IndexCatalog | None = None
+
+    def open(self) -> None:
+        """Connect and check the cluster answers."""
+        config = self.config
+        client = make_client(config)
+        try:
+            client.info()
+        except TransportError as exc:
+            client.close()
+            raise translate(exc, "connecting") from exc
+        self._client = client
+        self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()))
+
+    def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
+        """Apply ``batch``: truncates first, then one versioned bulk request."""
+        client, catalog = self._connected()
+        changes, rejected = self._reader.read(batch)
+        routed = [(self._alias_and_base(change), change) for change in changes]
+        try:
+            states = {alias: catalog.state(alias, base) for (alias, base), _ in routed}
+            writes = self._after_truncates(routed, states, catalog)
+            planned = self._actions(client, writes, rejected)
+            self._map_new_fields(planned, catalog)
+            rejected.extend(send(client, [item.action for item in planned],
+                                 self.config.bulk_size, self.config.bulk_max_bytes))
+        except SinkUnavailableError:
+            catalog.forget()
+            raise
+        return WriteResult(rejected)
+
+    def flush(self) -> None:
+        """Nothing to do: a bulk request returns once its writes are durable (translog)."""
+
+    def close(self) -> None:
+        """Close the connections."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _connected(self) -> tuple[OpenSearch, IndexCatalog]:
+        if self._client is None or self._catalog is None:
+            raise RuntimeError("OpenSearchSink.write before open")
+        return self._client, self._catalog
+
+    def _alias_and_base(self, change: Change) -> tuple[str, str]:
+        """The alias the change writes through, and its concrete indices' base name."""
+        if change.view is not None:
+            return change.view.target, change.view.target
+        known = self._names.get(change.names)
+        if known is None:
+            base = index_name(self._index.render(change.names))
+            alias = index_name(self._alias.render(change.names)) if self._alias else base
+            known = self._names[change.names] = (alias, base)
+        return known
+
+    def _after_truncates(self, routed: list[tuple[tuple[str, str], Change]],
+                         states: dict[str, IndexState],
+                         catalog: IndexCatalog) -> list[tuple[IndexState, Upsert | Delete]]:
+        """Run the truncates; the other changes not older than their alias's truncate."""
+        truncated_at: dict[str, int] = {}
+        for position, ((alias, _), change) in enumerate(routed):
+            if isinstance(change, Truncate):
+                if change.event.version > states[alias].truncate_version:
+                    states[alias] = catalog.truncate(states[alias], change.event.version)
+                if states[alias].truncate_version == change.event.version:
+                    truncated_at[alias] = position
+        writes: list[tuple[IndexState, Upsert | Delete]] = []
+        for position, ((alias, _), change) in enumerate(routed):
+            if isinstance(change, Truncate):
+                continue
+            state, version = states[alias], change.event.version
+            if version < state.truncate_version or (
+                    version == state.truncate_version and position < truncated_at.get(alias, -1)):
+                continue
+            writes.append((state, change))
+        return writes
+
+    def _actions(self, client: OpenSearch, writes: list[tuple[IndexState, Upsert | Delete]],
+                 rejected: list[Rejection]) -> list[Planned]:
+        """The bulk actions of ``writes``, each with its index and document."""
+        stored = self._stored_documents(client, writes)
+        planned: list[Planned] = []
+        for state, change in writes:
+            doc_id = encode_key(change.event.key)
+            if len(doc_id.encode()) > MAX_ID_BYTES:
+                rejected.append(Rejection(change.event, f"the key is longer than OpenSearch's "
+                                          f"{MAX_ID_BYTES}-byte _id limit"))
+                continue
+            document = None if isinstance(change, Delete) else self._document(
+                change, stored.get((state.alias, doc_id)))
+            if isinstance(document, Rejection):
+                rejected.append(document)
+            elif document is None:  # a delete, or a row the view's filter drops
+                planned.append(Planned(delete_action(change.event, state.alias, doc_id), state,
+                                       change, None))
+            else:
+                planned.append(Planned(index_action(change.event, state.alias, doc_id, document),
+                                       state, change, document))
+        return planned
+
+    def _document(self, change: Upsert,
+                  stored: Mapping[str, Any] | None) -> dict[str, Any] | Rejection | None:
+        """The document of ``change``; ``None`` when the view's filter drops the row."""
+        row, missing = change.row, change.missing
+        if change.view is None and not missing:
+            return row  # the row as it is: no copy on the hot path
+        if missing and stored is not None:
+            recovered = recover_columns(change.view, stored, missing)
+            row, missing = {**row, **recovered}, missing - recovered.keys()
+        plan = plan_unchanged(change.view, missing)
+        if plan.problem is not None:
+            return Rejection(change.event, plan.problem)
+        document = apply_view_keeping(change.view, row, plan.keep)
+        if document is None or not plan.keep:
+            return document
+        if stored is None:
+            message = change.event.message
+            log.warning("no stored document to take unchanged TOAST fields %s from; writing "
+                        "without them", sorted(plan.keep),
+                        extra={"topic": message.topic, "partition": message.partition,
+                               "offset": message.offset})
+            return document
+        document.update((name, stored[name]) for name in plan.keep if name in stored)
+        return document
+
+    def _stored_documents(self, client: OpenSearch,
+                          writes: list[tuple[IndexState, Upsert | Delete]]
+                          ) -> dict[tuple[str, str], Mapping[str, Any]]:
+        wanted = {(state.alias, encode_key(change.event.key)) for state, change in writes
+                  if isinstance(change, Upsert) and change.missing}
+        if not wanted:
+            return {}
+        docs = [{"_index": alias, "_id": doc_id} for alias, doc_id in sorted(wanted)]
+        try:
+            found = client.mget(body={"docs": docs}, realtime=True)
+        except TransportError as exc:
+            raise unavailable(exc, f"reading {len(docs)} stored documents") from exc
+        return {(alias, doc["_id"]): doc["_source"]
+                for (alias, _), doc in zip(sorted(wanted), found["docs"], strict=True)
+                if doc.get("found")}
+
+    def _map_new_fields(self, planned: list[Planned], catalog: IndexCatalog) -> None:
+        """Map the fields of this batch's documents that their index does not have yet."""
+        pending: dict[str, tuple[IndexState, Upsert, list[Mapping[str, Any]]]] = {}
+        for item in planned:
+            document, state = item.document, item.state
+            if document is None or not isinstance(item.change, Upsert):
+                continue
+            if any(name not in state.fields for name in document):
+                pending.setdefault(state.alias, (state, item.change, []))[2].append(document)
+        for state, change, documents in pending.values():
+            fields = new_fields(documents, state.fields, self._types(change))
+            if fields:
+                catalog.add_fields(state, fields)
+
+    def _types(self, change: Upsert) -> Mapping[str, str]:
+        """Field → column type, where the schema topic tells the column's type."""
+        if self._column_types is None:
+            return {}
+        version = int(change.event.event.get("schema_version") or 0)
+        columns = self._column_types(change.names.schema, change.names.table, version) or {}
+        if change.view is None:
+            return columns
+        return {name: type_name for column, type_name in columns.items()
+                if (name := change.view.field_of(column)) is not None}
+
+
+def create(config: OpenSearchSinkConfig, context: object) -> OpenSearchSink:
+    """The sink for one worker (``SinkSpec.factory``); the runtime opens it.
+
+    Column types come from the schema topic when the context carries the log (``log``).
+    """
+    prefix = topic_prefix_of(context)
+    event_log = context_value(context, "log")
+    column_types: ColumnTypes | None = None
+    if event_log is not None and prefix:
+        worker = context_value(context, "worker") or 0
+        group = f"{connector_name_of(context) or 'opensearch'}-schemas-{worker}"
+        column_types = SchemaTopicColumns(event_log, f"{prefix}._schemas", group)
+    return OpenSearchSink(config, topic_prefix=prefix, column_types=column_types)

@@ -1,0 +1,55 @@
+"""How Redis's answers map onto the sink contract's errors.
+
+    SinkError
+    └── SinkUnavailableError  transient: no connection, timeout, loading, read-only
+                              replica, out of memory, BUSY script, ACL refusal (an
+                              operator fixes these; the batch is retried, every write
+                              being versioned)
+
+Any other error reply to one command (``WRONGTYPE``: the key holds another type; a
+value too large, ...) rejects that event only. Messages name the operation and the
+error class, never the URL or the password.
+"""
+
+from __future__ import annotations
+
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
+)
+from redis.exceptions import (
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+    TryAgainError,
+)
+from redis.exceptions import (
+    TimeoutError as RedisTimeoutError,
+)
+
+from connectors.contract import SinkUnavailableError
+
+TRANSIENT_REPLIES = ("BUSY", "LOADING", "MISCONF", "MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN",
+                     "TRYAGAIN", "OOM", "READONLY", "NOPERM")
+
+
+def is_transient(exc: RedisError) -> bool:
+    """True if the same command may succeed later."""
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | ReadOnlyError |
+                  OutOfMemoryError | TryAgainError | NoPermissionError):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(TRANSIENT_REPLIES)
+
+
+def unavailable(exc: RedisError, doing: str) -> SinkUnavailableError:
+    """A transient error for a command that failed while ``doing`` something."""
+    detail = type(exc).__name__
+    if isinstance(exc, ResponseError):
+        detail = f"{detail}: {str(exc)[:200]}"
+    return SinkUnavailableError(f"Redis failed while {doing} ({detail})")
+
+
+def rejection_reason(exc: RedisError) -> str:
+    """Why Redis refused one event's command."""
+    return f"Redis refused the write: {str(exc)[:500]}"

@@ -1,0 +1,25 @@
+"""Building a connector's sink from the registry."""
+
+from __future__ import annotations
+
+from cdc.config import ConnectorConfig
+from connectors.contract import Sink, SinkContext
+from connectors.registry import load_sink
+
+from .errors import SinkNotRunnableError
+
+SINK_METHODS = ("open", "write", "flush", "close")
+
+
+def build_sink(connector: ConnectorConfig, context: SinkContext) -> Sink:
+    """``load_sink(type).factory(config, context)``, checked; not opened yet."""
+    spec = load_sink(connector.type)
+    if spec.factory is None:
+        raise SinkNotRunnableError(connector.type, "its SinkSpec has no factory (the config "
+                                   "can be validated, but no sink is implemented yet)")
+    sink = spec.factory(connector.config, context)
+    missing = [name for name in SINK_METHODS if not callable(getattr(sink, name, None))]
+    if missing:
+        raise SinkNotRunnableError(connector.type, f"its factory returned a "
+                                   f"{type(sink).__name__!r}, which lacks {', '.join(missing)}")
+    return sink

@@ -1,0 +1,152 @@
+"""One worker of a connector: a consumer-group member feeding its own sink instance.
+
+Per batch: decode and coalesce, write (retrying, isolating refused events), flush,
+append dead letters, and only then commit the offsets. On stop the batch in hand is
+finished the same way; if that cannot be done (the sink is down), it is left
+uncommitted and will be delivered again (sinks are idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdc.config import ConnectorConfig
+from cdc.log import Backpressure, BackpressurePolicy, Consumer, Log, Message, StartAt
+from connectors.contract import Sink, SinkContext
+
+from .collector import BatchCollector
+from .dead_letter import DeadLetter, DeadLetterWriter
+from .delivery import BatchDelivery
+from .errors import StopRequested, describe
+from .events import decode_batch, next_offsets
+from .metrics import ConnectorMetrics
+from .retry import Retrier
+from .sinks import build_sink
+
+log = logging.getLogger(__name__)
+
+
+def backpressure_of(connector: ConnectorConfig) -> Backpressure:
+    """The log's ``Backpressure`` for a connector's ``backpressure:`` section."""
+    section = connector.backpressure
+    return Backpressure(BackpressurePolicy(section.policy), section.max_lag or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSetup:
+    """What a worker shares with its runner."""
+
+    connector: ConnectorConfig
+    log: Log
+    group: str
+    context: SinkContext
+    dead_letters: DeadLetterWriter
+    metrics: ConnectorMetrics
+    retrier: Retrier
+    start: StartAt
+    skip_prefix: str | None  # topics a pattern may match but a connector never feeds
+
+
+class ConnectorWorker:
+    """Runs in its own thread until ``stop`` is set or an error ends it (``failure``)."""
+
+    def __init__(self, setup: WorkerSetup, stop: threading.Event) -> None:
+        self._setup = setup
+        self._stop = stop
+        self.failure: BaseException | None = None
+        self.dropped = 0
+
+    def run(self) -> None:
+        """The worker's thread body."""
+        setup = self._setup
+        connector = setup.connector
+        consumer: Consumer | None = None
+        sink: Sink | None = None
+        try:
+            consumer = setup.log.consumer(
+                setup.group, topics=connector.topics or (), start=setup.start,
+                pattern=connector.topic_pattern, backpressure=backpressure_of(connector))
+            sink = build_sink(connector, setup.context)
+            setup.retrier.call("open", sink.open)
+            self._loop(consumer, sink)
+        except StopRequested:
+            log.info("%s: stopped while retrying; the batch in hand stays uncommitted",
+                     connector.name, extra={"connector": connector.name})
+        except Exception as exc:  # reported by the runner; offsets stay uncommitted
+            self.failure = exc
+            log.error("%s: worker %d stopped: %s", connector.name, setup.context.worker,
+                      describe(exc), exc_info=exc, extra={"connector": connector.name})
+        finally:
+            if sink is not None:
+                self._close_sink(sink)
+            if consumer is not None:
+                consumer.close()
+
+    def _close_sink(self, sink: Sink) -> None:
+        try:
+            sink.close()
+        except Exception as exc:  # closing must not hide why the worker ended
+            log.warning("%s: closing the sink failed: %s", self._setup.connector.name,
+                        describe(exc), extra={"connector": self._setup.connector.name})
+
+    def _loop(self, consumer: Consumer, sink: Sink) -> None:
+        connector = self._setup.connector
+        collector = BatchCollector(consumer, batch_size=connector.batch_size,
+                                   batch_timeout=connector.batch_timeout.total_seconds(),
+                                   stop=self._stop)
+        delivery = BatchDelivery(sink, self._setup.retrier)
+        while not self._stop.is_set():
+            messages = collector.collect()
+            self._count_dropped(consumer)
+            if messages:
+                self.process(messages, consumer, sink, delivery)
+
+    def _count_dropped(self, consumer: Consumer) -> None:
+        dropped = int(getattr(consumer, "dropped", 0))
+        if dropped > self.dropped:
+            self._setup.metrics.dropped.inc(dropped - self.dropped)
+            self.dropped = dropped
+
+    def process(self, messages: Sequence[Message], consumer: Consumer, sink: Sink,
+                delivery: BatchDelivery) -> None:
+        """Write, flush, dead-letter and commit one batch."""
+        setup = self._setup
+        started = time.monotonic()
+        setup.metrics.messages_read.inc(len(messages))
+        fed = [m for m in messages
+               if setup.skip_prefix is None or not m.topic.startswith(setup.skip_prefix)]
+        batch = decode_batch(fed)
+        undecodable = [DeadLetter(message, reason, "EventDecodeError")
+                       for message, reason in batch.undecodable]
+
+        def write_and_flush() -> list[DeadLetter]:
+            refused = delivery.deliver(batch.events)
+            sink.flush()
+            return refused
+
+        refused = setup.retrier.call("write and flush", write_and_flush) if batch.events \
+            else []
+        letters = undecodable + refused
+        if letters:
+            setup.retrier.call("dead-letter append", lambda: setup.dead_letters.write(letters))
+            setup.metrics.dead_letters.inc(len(letters))
+            for letter in letters:
+                self._log_dead_letter(letter)
+        offsets = next_offsets(messages)
+        setup.retrier.call("offset commit", lambda: consumer.commit(offsets))
+        setup.metrics.events_written.inc(len(batch.events) - len(refused))
+        setup.metrics.batches.inc()
+        setup.metrics.batch_seconds.observe(time.monotonic() - started)
+
+    def _log_dead_letter(self, letter: DeadLetter) -> None:
+        name = self._setup.connector.name
+        message = letter.message
+        log.warning("%s: event %s[%d]@%d sent to %s: %s", name, message.topic,
+                    message.partition, message.offset, self._setup.dead_letters.topic,
+                    letter.reason, extra={"connector": name, "topic": message.topic,
+                                          "partition": message.partition,
+                                          "offset": message.offset})

@@ -1,0 +1,260 @@
+"""The Redis sink against a real Redis: versioned CAS, tombstones, truncates, TOAST, TTL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+import redis
+
+from connectors.contract import SinkEvent, SinkUnavailableError, WriteResult
+from connectors.redis import RedisSinkConfig
+from connectors.redis.scripts import SET_JSON, version_text
+from connectors.redis.sink import RedisSink
+from connectors.redis.truncate import SCAN_COUNT
+from tests.unit.connectors.sink_events import TableEvents
+
+pytestmark = pytest.mark.integration
+
+SinkMaker = Callable[..., RedisSink]
+RedisClient = Any  # redis.Redis: its stubs type every reply as "Awaitable | value"
+BIG_LSN = 1 << 50  # versions past 2^60: Lua doubles could not tell them apart
+
+
+@pytest.fixture
+def client(redis_url: str, unique_name: str) -> Iterator[RedisClient]:
+    """A client; the test's keys (containing ``unique_name``) are deleted afterwards."""
+    redis_client = redis.Redis.from_url(redis_url)
+    yield redis_client
+    doomed = list(redis_client.scan_iter(match=f"*{unique_name}*", count=1000))
+    if doomed:
+        redis_client.unlink(*doomed)
+    redis_client.close()
+
+
+@pytest.fixture
+def make_sink(redis_url: str, client: RedisClient) -> Iterator[SinkMaker]:
+    """Opens sinks on the test Redis (settings as keyword arguments); closes them after."""
+    opened: list[RedisSink] = []
+
+    def make(**settings: Any) -> RedisSink:
+        config = RedisSinkConfig.model_validate({"url": redis_url,
+                                                 "key_template": "{table}:{key}", **settings})
+        sink = RedisSink(config)
+        sink.open()
+        opened.append(sink)
+        return sink
+
+    yield make
+    for sink in opened:
+        sink.close()
+
+
+@pytest.fixture
+def table(unique_name: str) -> TableEvents:
+    return TableEvents(table=unique_name)
+
+
+def written(sink: RedisSink, batch: list[SinkEvent]) -> WriteResult:
+    result = sink.write(batch)
+    assert result.rejected == [], [r.reason for r in result.rejected]
+    return result
+
+
+def values(client: RedisClient, table: TableEvents) -> dict[str, Any]:
+    """Every value key of the table: JSON decoded, hashes as dicts of text."""
+    found: dict[str, Any] = {}
+    for raw in client.scan_iter(match=f"{table.table}:*", count=1000):
+        key = raw.decode()
+        if client.type(raw) == b"hash":
+            found[key] = {k.decode(): v.decode() for k, v in client.hgetall(raw).items()}
+        else:
+            found[key] = orjson.loads(client.get(raw) or b"null")
+    return found
+
+
+def stored_version(client: RedisClient, key: str) -> int | None:
+    raw = client.get(f"_cdc_version:{key}")
+    return int(raw) if raw is not None else None
+
+
+def test_json_upserts_and_deletes(make_sink: SinkMaker, client: RedisClient,
+                                  table: TableEvents) -> None:
+    sink = make_sink()
+    name = table.table
+    written(sink, [table.upsert({"id": 1, "title": "one", "n": 2**62, "price": "1.10",
+                                 "meta": {"a": [1]}}, 100, op="c"),
+                   table.upsert({"id": 2, "title": "two"}, 100, 1, op="c")])
+    written(sink, [table.delete({"id": 2}, 200)])
+    assert values(client, table) == {f"{name}:1": {"id": 1, "title": "one", "n": 2**62,
+                                                   "price": "1.10", "meta": {"a": [1]}}}
+    assert stored_version(client, f"{name}:1") == 100 << 10
+    assert stored_version(client, f"{name}:2") == 200 << 10  # the tombstone
+    tombstone_ms = client.pttl(f"_cdc_version:{name}:2")
+    assert 0 < tombstone_ms <= 7 * 24 * 3600 * 1000
+    assert client.pttl(f"_cdc_version:{name}:1") == -1  # lives as long as the value
+
+
+def test_replaying_older_batches_changes_nothing(make_sink: SinkMaker, client: RedisClient,
+                                                 table: TableEvents) -> None:
+    sink = make_sink()
+    older = [table.upsert({"id": 1, "v": "old"}, BIG_LSN, 1),
+             table.upsert({"id": 2, "v": "old"}, BIG_LSN, 2)]
+    newer = [table.upsert({"id": 1, "v": "new"}, BIG_LSN, 3), table.delete({"id": 2}, BIG_LSN, 4)]
+    written(sink, older)
+    written(sink, newer)
+    state = values(client, table)
+    written(sink, older)  # 2^60+1 < 2^60+3: stale, and the deleted row stays deleted
+    assert values(client, table) == state == {f"{table.table}:1": {"id": 1, "v": "new"}}
+
+
+def test_the_same_batch_twice_is_idempotent(make_sink: SinkMaker, client: RedisClient,
+                                             table: TableEvents) -> None:
+    sink = make_sink()
+    batch = [table.upsert({"id": n, "n": n}, 100 + n) for n in range(20)] + [
+        table.delete({"id": 3}, 500)]
+    written(sink, batch)
+    first = values(client, table)
+    written(sink, batch)
+    assert values(client, table) == first
+    assert len(first) == 19
+
+
+def test_truncate_deletes_the_tables_keys_in_batches(make_sink: SinkMaker, client: RedisClient,
+                                                     table: TableEvents,
+                                                     unique_name: str) -> None:
+    sink = make_sink()
+    rows = 2 * SCAN_COUNT + 500
+    before = [table.upsert({"id": n}, 100, n) for n in range(rows)]
+    written(sink, before)
+    other = TableEvents(table=f"{unique_name}_other")
+    written(sink, [other.upsert({"id": 1}, 100)])
+    truncating = [table.truncate(200), table.upsert({"id": 1, "after": True}, 200, 1)]
+    written(sink, truncating)
+    assert values(client, table) == {f"{table.table}:1": {"id": 1, "after": True}}
+    assert client.exists(f"{other.table}:1") == 1  # another table's keys stay
+    versions = list(client.scan_iter(match=f"_cdc_version:{table.table}:*", count=1000))
+    assert versions == [f"_cdc_version:{table.table}:1".encode()]  # the others went too
+
+    written(sink, before)  # older than the truncate: refused by the marker
+    written(sink, truncating)  # the truncate again: done already, nothing is deleted
+    assert values(client, table) == {f"{table.table}:1": {"id": 1, "after": True}}
+
+
+def test_an_interrupted_truncate_runs_again(make_sink: SinkMaker, client: RedisClient,
+                                            table: TableEvents) -> None:
+    sink = make_sink()
+    written(sink, [table.upsert({"id": n}, 100, n) for n in range(5)])
+    marker = f"_cdc_truncated:{table.table}:*"
+    client.hset(marker, mapping={"version": version_text(200 << 10), "done": "0"})
+    written(sink, [table.truncate(200)])
+    assert values(client, table) == {}
+    assert client.hget(marker, "done") == b"1"
+
+
+def test_unchanged_toast_columns_json(make_sink: SinkMaker, client: RedisClient,
+                                      table: TableEvents) -> None:
+    sink = make_sink()
+    key = f"{table.table}:1"
+    written(sink, [table.upsert({"id": 1, "title": "a", "body": "x" * 10_000,
+                                 "doc": {"big": 2**62 + 1, "f": 0.1234567890123456789}}, 100)])
+    written(sink, [table.upsert({"id": 1, "title": "b"}, 200, unchanged=["body", "doc"])])
+    assert values(client, table)[key] == {"id": 1, "title": "b", "body": "x" * 10_000,
+                                          "doc": {"big": 2**62 + 1, "f": 0.1234567890123456789}}
+    written(sink, [table.upsert({"id": 1, "title": "old"}, 150, unchanged=["body"])])
+    assert values(client, table)[key]["title"] == "b"
+
+
+def test_unchanged_toast_columns_hash(make_sink: SinkMaker, client: RedisClient,
+                                      table: TableEvents) -> None:
+    sink = make_sink(value_format="hash", views=[{
+        "source": f"public.{table.table}", "target": "orders", "exclude": ["secret"],
+        "computed": {"size": "length(body)"}}])
+    key = f"{table.table}:1"
+    written(sink, [table.upsert({"id": 1, "title": "a", "body": "long", "note": None,
+                                 "secret": "s", "ok": True}, 100)])
+    assert values(client, table)[key] == {"id": "1", "title": "a", "body": "long",
+                                          "ok": "true", "size": "4"}
+    written(sink, [table.upsert({"id": 1, "title": "b", "ok": False}, 200, unchanged=["body"])])
+    assert values(client, table)[key] == {"id": "1", "title": "b", "body": "long",
+                                          "ok": "false", "size": "4"}
+
+
+def test_hash_format_filters_and_ttl(make_sink: SinkMaker, client: RedisClient,
+                                     table: TableEvents) -> None:
+    sink = make_sink(value_format="hash", ttl="1h", tombstone_retention="1d", views=[{
+        "source": f"public.{table.table}", "target": "paid", "fields": ["id", "total"],
+        "filter": "status = 'paid'", "key_template": "{table}:paid:{key.id}"}])
+    key = f"{table.table}:paid:1"
+    written(sink, [table.upsert({"id": 1, "status": "paid", "total": "9.99"}, 100)])
+    assert client.hgetall(key) == {b"id": b"1", b"total": b"9.99"}
+    assert 3_500_000 < client.pttl(key) <= 3_600_000
+    version_ttl = client.pttl(f"_cdc_version:{key}")
+    assert 3_600_000 + 86_000_000 < version_ttl <= 3_600_000 + 86_400_000  # outlives the value
+    written(sink, [table.upsert({"id": 1, "status": "void", "total": "9.99"}, 200)])
+    assert client.exists(key) == 0
+    assert 86_000_000 < client.pttl(f"_cdc_version:{key}") <= 86_400_000
+
+
+def test_composite_keys_and_key_columns(make_sink: SinkMaker, client: RedisClient,
+                                        table: TableEvents) -> None:
+    name = table.table
+    sink = make_sink()
+    lines = make_sink(key_template="{table}:line:{key.line}:{key.order_id}")
+    key = ("order_id", "line")
+    batch = [table.upsert({"order_id": "a:b", "line": 1}, 100, key=key),
+             table.upsert({"order_id": "7", "line": 2}, 100, 1, key=key)]
+    written(sink, batch)
+    written(lines, batch)
+    assert set(values(client, table)) == {f"{name}:a\\:b:1", f"{name}:7:2",
+                                          f"{name}:line:1:a:b", f"{name}:line:2:7"}
+
+
+def test_invalidate_mode_deletes_changed_keys(make_sink: SinkMaker, client: RedisClient,
+                                              table: TableEvents) -> None:
+    for n in (1, 2, 3):
+        client.set(f"{table.table}:{n}", b'"cached"')
+    written(make_sink(mode="invalidate"),
+            [table.upsert({"id": 1}, 100), table.delete({"id": 2}, 100, 1)])
+    assert sorted(values(client, table)) == [f"{table.table}:3"]
+    assert client.exists(f"_cdc_version:{table.table}:1") == 0
+
+
+def test_a_wrong_type_rejects_only_its_event(make_sink: SinkMaker, client: RedisClient,
+                                             table: TableEvents) -> None:
+    sink = make_sink(value_format="hash")
+    client.rpush(f"{table.table}:1", "not a hash")
+    bad = table.upsert({"id": 1, "title": "t"}, 100, unchanged=["body"])
+    result = sink.write([bad, table.upsert({"id": 2, "title": "u"}, 100, 1)])
+    assert [r.event for r in result.rejected] == [bad]
+    assert "WRONGTYPE" in result.rejected[0].reason
+    assert client.hgetall(f"{table.table}:2") == {b"id": b"2", b"title": b"u"}
+    assert stored_version(client, f"{table.table}:1") is None  # nothing half-written
+
+
+def test_scripts_are_reloaded_after_a_flush(make_sink: SinkMaker, client: RedisClient,
+                                            table: TableEvents) -> None:
+    sink = make_sink()
+    written(sink, [table.upsert({"id": 1}, 100)])
+    client.script_flush()
+    written(sink, [table.upsert({"id": 1, "again": True}, 200)])
+    assert values(client, table) == {f"{table.table}:1": {"id": 1, "again": True}}
+
+
+def test_a_version_moved_since_the_read_is_reported(client: RedisClient,
+                                                    unique_name: str) -> None:
+    keys = (f"{unique_name}:1", f"_cdc_version:{unique_name}:1", f"_cdc_truncated:{unique_name}")
+    client.set(keys[1], version_text(5))
+    script = client.register_script(SET_JSON)
+    assert script(keys=keys, args=[version_text(9), 0, 0, version_text(4), b"{}"]) == 2
+    assert script(keys=keys, args=[version_text(9), 0, 0, version_text(5), b"{}"]) == 1
+    assert script(keys=keys, args=[version_text(8), 0, 0, "", b"{}"]) == 0
+    assert script(keys=keys, args=[version_text(9), 0, 0, "", b"{}"]) == 1  # equal: rewrite
+
+
+def test_an_unreachable_redis_is_transient() -> None:
+    config = RedisSinkConfig.model_validate({"url": "redis://127.0.0.1:9/0", "timeout": "1s"})
+    with pytest.raises(SinkUnavailableError, match="Redis failed while connecting"):
+        RedisSink(config).open()
