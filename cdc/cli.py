@@ -7,6 +7,7 @@ import click
 from cdc.capture.commands import capture, doctor
 from cdc.config.commands import config_schema, validate
 from cdc.log.commands import log_group
+from cdc.pipeline import run
 from connectors.commands import connect
 
 
@@ -22,6 +23,7 @@ main.add_command(log_group)
 main.add_command(capture)
 main.add_command(doctor)
 main.add_command(connect)
+main.add_command(run)
 
 
 if __name__ == "__main__":

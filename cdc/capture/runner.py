@@ -48,6 +48,7 @@ class CaptureSettings:
     batch_events: int = 5_000
     batch_delay_s: float = 0.02   # flush when the stream pauses this long …
     batch_max_age_s: float = 0.25  # … or when the oldest record waited this long
+    wal_budget_bytes: int = 1 << 30  # WAL a blocking consumer may make PostgreSQL keep
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
 
@@ -73,6 +74,8 @@ class Capture:
         self.settings = settings or CaptureSettings()
         self.stats = CaptureStats()
         self.producer = event_log.producer()
+        self._next_block_check = 0.0
+        self._blocked = False
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
@@ -191,6 +194,23 @@ class Capture:
         if assembler.ready:
             self._flush(repl, assembler, resume)
 
+    def _held_back(self) -> bool:
+        """Backpressure ``block``: hold acknowledgements while a blocking consumer group
+        lags beyond its bound, unless PostgreSQL would keep more WAL than the budget."""
+        now = time.monotonic()
+        if now >= self._next_block_check:
+            self._next_block_check = now + 1.0
+            self._blocked = self.log.blocking_lag_exceeded()
+        if not self._blocked:
+            return False
+        retained = self.stats.server_lsn - self.stats.acked_lsn
+        if retained > self.settings.wal_budget_bytes:
+            log.warning("a blocking consumer lags, but PostgreSQL already keeps %d bytes of "
+                        "WAL (budget %d): acknowledging anyway", retained,
+                        self.settings.wal_budget_bytes, extra={"slot": self.config.source.slot})
+            return False
+        return True
+
     def _flush(self, repl: ReplicationConnection, assembler: TransactionAssembler,
                resume: ResumeFilter) -> None:
         records = assembler.ready
@@ -206,6 +226,8 @@ class Capture:
 
     def _acknowledge(self, repl: ReplicationConnection, lsn: int, *, reply: bool,
                      force: bool = False) -> None:
+        if lsn > self.stats.acked_lsn and self._held_back():
+            lsn = self.stats.acked_lsn
         if lsn > self.stats.acked_lsn or force:
             self.stats.acked_lsn = max(self.stats.acked_lsn, lsn)
             repl.send_status(write=self.stats.acked_lsn, flush=self.stats.acked_lsn,

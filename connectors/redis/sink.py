@@ -1,10 +1,11 @@
 """``RedisSink``: one key per row and view, each write a versioned compare-and-set.
 
-A batch is one pipeline of ``EVALSHA`` calls (``scripts``), after the batch's truncates
-(``truncate``). Keys come from the view's or the sink's ``key_template``; values are the
-record as a JSON string or as a hash (one field per non-null column; text as is,
-booleans ``true``/``false``, lists and objects as JSON). Deletes, and rows a view's
-filter drops, delete the value and keep a tombstone version for ``tombstone_retention``.
+A batch is one pipeline of ``EVALSHA`` calls (``scripts``, packed by ``resp``), after
+the batch's truncates (``truncate``). Keys come from the view's or the sink's
+``key_template``; values are the record as a JSON string or as a hash (one field per
+non-null column; text as is, booleans ``true``/``false``, lists and objects as JSON).
+Deletes, and rows a view's filter drops, delete the value and keep a tombstone version
+for ``tombstone_retention``.
 
 Unchanged TOAST columns (an update that did not resend them): first from the batch or
 ``before`` (``connectors.changes``); then from the stored value — for hashes inside the
@@ -37,6 +38,7 @@ from derived.values import text_of
 from . import scripts
 from .config import RedisSinkConfig
 from .errors import is_transient, rejection_reason, unavailable
+from .resp import evalsha_command, run_commands
 from .truncate import VERSION_PREFIX, marker_key, truncate
 
 log = logging.getLogger(__name__)
@@ -44,12 +46,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class ScriptCall:
-    """One EVALSHA of a script for one event."""
+    """One EVALSHA for one event, as RESP bytes."""
 
     event: SinkEvent
-    script: str
-    keys: tuple[str, str, str]
-    args: tuple[str | bytes | int, ...]
+    command: bytes
 
 
 class RedisSink:
@@ -182,10 +182,11 @@ class RedisSink:
 
     def _script_call(self, change: Upsert | Delete, script: str, key: str, version_ttl_ms: int,
                      expect: str, extra: tuple[str | bytes | int, ...]) -> ScriptCall:
-        marker = marker_key(self._pattern(change))
-        return ScriptCall(change.event, script, (key, VERSION_PREFIX + key, marker),
-                          (scripts.version_text(change.event.version), self._ttl_ms,
-                           version_ttl_ms, expect, *extra))
+        keys = (key, VERSION_PREFIX + key, marker_key(self._pattern(change)))
+        args = [scripts.version_text(change.event.version).encode(), b"%d" % self._ttl_ms,
+                b"%d" % version_ttl_ms, expect.encode()]
+        args.extend(_bytes(arg) for arg in extra)
+        return ScriptCall(change.event, evalsha_command(self._shas[script], keys, args))
 
     def _pattern(self, change: Upsert | Delete | Truncate) -> str:
         """The SCAN pattern of the change's table keys (also names its truncate marker)."""
@@ -240,11 +241,8 @@ class RedisSink:
         return rejected
 
     def _execute(self, calls: list[ScriptCall]) -> list[Any]:
-        pipe = self._connected().pipeline(transaction=False)
-        for call in calls:
-            pipe.evalsha(self._shas[call.script], 3, *call.keys, *call.args)
         try:
-            return pipe.execute(raise_on_error=False)
+            return run_commands(self._connected(), [call.command for call in calls])
         except RedisError as exc:
             if is_transient(exc):
                 raise unavailable(exc, f"running a pipeline of {len(calls)} scripts") from exc
@@ -266,6 +264,12 @@ class RedisSink:
                           for source in (scripts.SET_JSON, scripts.SET_HASH, scripts.DELETE)}
         except RedisError as exc:
             raise unavailable(exc, "loading the scripts") from exc
+
+
+def _bytes(value: str | bytes | int) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return value.encode() if isinstance(value, str) else b"%d" % value
 
 
 def _ms(duration: Any) -> int:

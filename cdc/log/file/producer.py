@@ -8,10 +8,10 @@ to its own dead-letter topic from another process, never to a topic the capture 
 from __future__ import annotations
 
 import fcntl
-from concurrent.futures import ThreadPoolExecutor
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from cdc.crashpoints import crash_point
