@@ -25,6 +25,7 @@ class Upsert:
     event: SinkEvent
     names: TableNames
     view: ViewDefinition | None
+    key: dict[str, Any]
     row: dict[str, Any]
     missing: frozenset[str]
 
@@ -36,6 +37,7 @@ class Delete:
     event: SinkEvent
     names: TableNames
     view: ViewDefinition | None
+    key: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +81,14 @@ class ChangeReader:
             if op == "t":
                 changes.extend(Truncate(item, names, view) for view in views)
                 continue
-            if not item.key:
+            key = item.event.get("key")
+            if not key or not isinstance(key, dict):
                 rejected.append(Rejection(item, f"op {op!r} without a key"))
                 continue
             identity = (item.message.topic, item.message.key)
             if op == "d":
                 rows.pop(identity, None)
-                changes.extend(Delete(item, names, view) for view in views)
+                changes.extend(Delete(item, names, view, key) for view in views)
                 continue
             after = item.event.get("after")
             if not isinstance(after, dict):
@@ -93,7 +96,10 @@ class ChangeReader:
                 continue
             row, missing = _complete(item.event, after, rows.get(identity))
             rows[identity] = row
-            changes.extend(Upsert(item, names, view, row, missing) for view in views)
+            if len(views) == 1:
+                changes.append(Upsert(item, names, views[0], key, row, missing))
+            else:
+                changes.extend(Upsert(item, names, view, key, row, missing) for view in views)
         return changes, rejected
 
     def _table_names(self, item: SinkEvent) -> TableNames:

@@ -14,6 +14,11 @@ Expressions are a small, safe subset of Spark SQL, parsed here and evaluated in 
 ``coalesce``, ``lower``, ``upper``, ``trim``, ``length``. ``numeric`` columns (exact
 text in events) take part in arithmetic as exact decimals, and computed decimals are
 written back as exact text. See ``derived.values`` and ``derived.evaluate``.
+
+The syntax reads like Spark SQL, but the semantics are this package's (``7 / 2`` is the
+exact ``3.5``, not a double; numeric text is a decimal): a Spark rebuild applies views
+with ``apply_view`` (in ``mapInPandas`` or a Python UDF), never by handing the text to
+Spark SQL, so the rebuilt records equal the streamed ones by construction.
 """
 
 from .apply import (

@@ -86,18 +86,33 @@ class IndexCatalog:
             new = f"{state.base}-{self._next_number(state.base)}"
             self._client.indices.create(index=new, body={"settings": {"index": settings},
                                                          "mappings": mappings})
+        except TransportError as exc:
+            self._states.pop(state.alias, None)
+            raise translate(exc, f"truncating {state.alias} (creating its new index)") from exc
+        try:
             self._client.indices.update_aliases(body={"actions": [
                 {"remove": {"index": old, "alias": state.alias}},
                 {"add": {"index": new, "alias": state.alias, "is_write_index": True}}]})
-            self._client.indices.delete(index=old, ignore_unavailable=True)
         except TransportError as exc:
             self._states.pop(state.alias, None)
-            raise translate(exc, f"truncating {state.alias} (swapping {old} out)") from exc
+            self._delete_quietly(new)
+            raise translate(exc, f"truncating {state.alias} (moving it to {new})") from exc
+        self._delete_quietly(old)
         log.info("truncated %s: %s replaced by %s at version %d", state.alias, old, new, version,
                  extra={"sink": "opensearch"})
-        swapped = IndexState(state.alias, state.base, new, set(state.fields), version)
+        swapped = IndexState(state.alias, state.base, new, set(mappings.get("properties", {})),
+                             version)
         self._states[state.alias] = swapped
         return swapped
+
+    def _delete_quietly(self, index: str) -> None:
+        """Delete an index no alias points at; one left behind is logged, not fatal."""
+        try:
+            self._client.indices.delete(index=index, ignore_unavailable=True)
+        except TransportError as exc:
+            log.warning("could not delete index %s (%s); no alias points at it, delete it by "
+                        "hand", index, error_type_of(exc) or exc.status_code,
+                        extra={"sink": "opensearch"})
 
     def _load(self, alias: str, base: str) -> IndexState | None:
         try:

@@ -159,7 +159,7 @@ class OpenSearchSink:
         stored = self._stored_documents(client, writes)
         planned: list[Planned] = []
         for state, change in writes:
-            doc_id = encode_key(change.event.key)
+            doc_id = encode_key(change.key)
             if len(doc_id.encode()) > MAX_ID_BYTES:
                 rejected.append(Rejection(change.event, f"the key is longer than OpenSearch's "
                                           f"{MAX_ID_BYTES}-byte _id limit"))
@@ -204,7 +204,7 @@ class OpenSearchSink:
     def _stored_documents(self, client: OpenSearch,
                           writes: list[tuple[IndexState, Upsert | Delete]]
                           ) -> dict[tuple[str, str], Mapping[str, Any]]:
-        wanted = {(state.alias, encode_key(change.event.key)) for state, change in writes
+        wanted = {(state.alias, encode_key(change.key)) for state, change in writes
                   if isinstance(change, Upsert) and change.missing}
         if not wanted:
             return {}

@@ -20,11 +20,17 @@ def bulk_string(value: bytes) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(value), value)
 
 
-def evalsha_command(sha: str, keys: Sequence[str], args: Sequence[bytes]) -> bytes:
+def evalsha_head(sha: str, key_count: int, arg_count: int) -> bytes:
+    """The first RESP bytes of an ``EVALSHA`` with that many keys and arguments; the
+    keys' and arguments' bulk strings follow."""
+    return b"*%d\r\n$7\r\nEVALSHA\r\n%s%s" % (
+        3 + key_count + arg_count, bulk_string(sha.encode()), bulk_string(b"%d" % key_count))
+
+
+def evalsha_command(sha: str, keys: Sequence[bytes], args: Sequence[bytes]) -> bytes:
     """The RESP bytes of ``EVALSHA sha len(keys) *keys *args``."""
-    parts = [b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + len(keys) + len(args)),
-             bulk_string(sha.encode()), bulk_string(b"%d" % len(keys))]
-    parts.extend(bulk_string(key.encode()) for key in keys)
+    parts = [evalsha_head(sha, len(keys), len(args))]
+    parts.extend(bulk_string(key) for key in keys)
     parts.extend(bulk_string(arg) for arg in args)
     return b"".join(parts)
 

@@ -38,10 +38,13 @@ from derived.values import text_of
 from . import scripts
 from .config import RedisSinkConfig
 from .errors import is_transient, rejection_reason, unavailable
-from .resp import evalsha_command, run_commands
+from .resp import bulk_string, evalsha_head, run_commands
 from .truncate import VERSION_PREFIX, marker_key, truncate
 
 log = logging.getLogger(__name__)
+
+VERSION_PREFIX_BYTES = VERSION_PREFIX.encode()
+StoredJson = tuple[bytes | RedisError | None, bytes | RedisError | None]  # (value, version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,8 @@ class RedisSink:
         self._reader = ChangeReader(config.views, topic_prefix)
         self._templates: dict[str, NameTemplate] = {}
         self._patterns: dict[tuple[str, TableNames], str] = {}
+        self._heads: dict[tuple[str, int], bytes] = {}
+        self._constants: dict[tuple[str, int, str], tuple[bytes, bytes]] = {}
         self._ttl_ms = _ms(config.ttl)
         self._tombstone_ms = _ms(config.tombstone_retention)
         self._client: redis.Redis | None = None
@@ -124,11 +129,11 @@ class RedisSink:
             template = self._templates[source] = NameTemplate(source)
         return template
 
-    def _key(self, change: Upsert | Delete | Truncate) -> str:
-        return self._template(change).render(change.names, change.event.key)
+    def _key(self, change: Upsert | Delete) -> str:
+        return self._template(change).render(change.names, change.key)
 
     def _call(self, change: Upsert | Delete,
-              stored: dict[str, tuple[bytes | None, bytes | None]]) -> ScriptCall | Rejection:
+              stored: dict[str, StoredJson]) -> ScriptCall | Rejection:
         key = self._key(change)
         if isinstance(change, Delete):
             return self._delete(change, key)
@@ -155,13 +160,20 @@ class RedisSink:
                                  (len(keep), *keep, *pairs))
 
     def _set_json(self, change: Upsert, key: str,
-                  stored: tuple[bytes | None, bytes | None] | None) -> ScriptCall | Rejection:
+                  stored: StoredJson | None) -> ScriptCall | Rejection:
         row, missing, expect = change.row, change.missing, ""
         previous: dict[str, Any] = {}
         if missing:
             value, version = stored or (None, None)
-            previous = orjson.loads(value) if value is not None else {}
-            expect = version.decode() if version is not None else "none"
+            if isinstance(value, RedisError):
+                return Rejection(change.event, rejection_reason(value))
+            if value is not None:
+                try:
+                    previous = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    return Rejection(change.event, f"the stored value of {key!r} is not JSON; "
+                                     "cannot keep its unchanged TOAST columns")
+            expect = version.decode() if isinstance(version, bytes) else "none"
             recovered = recover_columns(change.view, previous, missing)
             row, missing = {**row, **recovered}, missing - recovered.keys()
         plan = plan_unchanged(change.view, missing)
@@ -182,11 +194,25 @@ class RedisSink:
 
     def _script_call(self, change: Upsert | Delete, script: str, key: str, version_ttl_ms: int,
                      expect: str, extra: tuple[str | bytes | int, ...]) -> ScriptCall:
-        keys = (key, VERSION_PREFIX + key, marker_key(self._pattern(change)))
-        args = [scripts.version_text(change.event.version).encode(), b"%d" % self._ttl_ms,
-                b"%d" % version_ttl_ms, expect.encode()]
-        args.extend(_bytes(arg) for arg in extra)
-        return ScriptCall(change.event, evalsha_command(self._shas[script], keys, args))
+        """The EVALSHA of ``script`` (KEYS and the first ARGV as ``scripts`` says); the
+        parts every call of a batch shares are encoded once and reused."""
+        head = self._heads.get((script, len(extra)))
+        if head is None:
+            head = self._heads[script, len(extra)] = evalsha_head(
+                self._shas[script], 3, 4 + len(extra))
+        constants = self._constants.get((self._pattern(change), version_ttl_ms, expect))
+        if constants is None:
+            marker = bulk_string(marker_key(self._pattern(change)).encode())
+            ttls = bulk_string(b"%d" % self._ttl_ms) + bulk_string(b"%d" % version_ttl_ms)
+            constants = (marker, ttls + bulk_string(expect.encode()))
+            if not expect:  # an expected version is one event's: not worth keeping
+                self._constants[self._pattern(change), version_ttl_ms, expect] = constants
+        key_bytes = key.encode()
+        parts = [head, bulk_string(key_bytes), bulk_string(VERSION_PREFIX_BYTES + key_bytes),
+                 constants[0], bulk_string(scripts.version_text(change.event.version).encode()),
+                 constants[1]]
+        parts.extend(bulk_string(_bytes(arg)) for arg in extra)
+        return ScriptCall(change.event, b"".join(parts))
 
     def _pattern(self, change: Upsert | Delete | Truncate) -> str:
         """The SCAN pattern of the change's table keys (also names its truncate marker)."""
@@ -204,7 +230,7 @@ class RedisSink:
         return self._ttl_ms + self._tombstone_ms
 
     def _stored_json(self, client: redis.Redis, writes: Sequence[Upsert | Delete]
-                     ) -> dict[str, tuple[bytes | None, bytes | None]]:
+                     ) -> dict[str, StoredJson]:
         """The stored value and version of each key an update must merge into (JSON)."""
         if self.config.value_format != "json":
             return {}
@@ -216,9 +242,12 @@ class RedisSink:
             pipe.get(key)
             pipe.get(VERSION_PREFIX + key)
         try:
-            found = pipe.execute()
+            found = pipe.execute(raise_on_error=False)
         except RedisError as exc:
             raise unavailable(exc, f"reading {len(keys)} stored values") from exc
+        for reply in found:
+            if isinstance(reply, RedisError) and is_transient(reply):
+                raise unavailable(reply, f"reading {len(keys)} stored values")
         return {key: (found[2 * i], found[2 * i + 1]) for i, key in enumerate(keys)}
 
     def _run(self, calls: list[ScriptCall]) -> list[Rejection]:
@@ -259,6 +288,7 @@ class RedisSink:
 
     def _load_scripts(self) -> None:
         client = self._connected()
+        self._heads.clear()
         try:
             self._shas = {source: cast(str, client.script_load(source))
                           for source in (scripts.SET_JSON, scripts.SET_HASH, scripts.DELETE)}

@@ -234,6 +234,20 @@ def test_a_wrong_type_rejects_only_its_event(make_sink: SinkMaker, client: Redis
     assert stored_version(client, f"{table.table}:1") is None  # nothing half-written
 
 
+def test_json_merge_over_a_foreign_value_rejects_its_event(
+        make_sink: SinkMaker, client: RedisClient, table: TableEvents) -> None:
+    sink = make_sink()
+    client.rpush(f"{table.table}:1", "a list")
+    client.set(f"{table.table}:2", "not json")
+    first = table.upsert({"id": 1, "title": "t"}, 100, unchanged=["body"])
+    second = table.upsert({"id": 2, "title": "t"}, 100, 1, unchanged=["body"])
+    result = sink.write([first, second, table.upsert({"id": 3}, 100, 2)])
+    assert [r.event for r in result.rejected] == [first, second]
+    assert "WRONGTYPE" in result.rejected[0].reason
+    assert "is not JSON" in result.rejected[1].reason
+    assert orjson.loads(client.get(f"{table.table}:3")) == {"id": 3}
+
+
 def test_scripts_are_reloaded_after_a_flush(make_sink: SinkMaker, client: RedisClient,
                                             table: TableEvents) -> None:
     sink = make_sink()
