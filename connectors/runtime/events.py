@@ -28,13 +28,46 @@ def decode_event(message: Message) -> SinkEvent:
 
 
 def coalesce(events: Sequence[SinkEvent]) -> list[SinkEvent]:
-    """The last event of each key (same topic and key bytes), in log order of those."""
+    """The last event of each key (same topic and key bytes), in log order of those.
+
+    A kept event whose ``unchanged`` (TOAST) columns were sent in full by a dropped
+    earlier event of the same key gets those values back, so nothing is lost by dropping.
+    """
     last: dict[tuple[str, bytes], int] = {}
     for index, sink_event in enumerate(events):
         last[(sink_event.message.topic, sink_event.message.key)] = index
     if len(last) == len(events):
         return list(events)
-    return [events[i] for i in sorted(last.values())]
+    known: dict[tuple[str, bytes], dict[str, object]] = {}
+    for index, sink_event in enumerate(events):
+        where = (sink_event.message.topic, sink_event.message.key)
+        after = sink_event.event.get("after")
+        if sink_event.op in ("d", "t") or not isinstance(after, dict):
+            known.pop(where, None)
+            continue
+        if last[where] != index:
+            merged = known.setdefault(where, {})
+            merged.update(after)
+    kept = []
+    for index in sorted(last.values()):
+        sink_event = events[index]
+        where = (sink_event.message.topic, sink_event.message.key)
+        kept.append(_fill_unchanged(sink_event, known.get(where)))
+    return kept
+
+
+def _fill_unchanged(sink_event: SinkEvent, earlier: dict[str, object] | None) -> SinkEvent:
+    unchanged = sink_event.event.get("unchanged") or []
+    after = sink_event.event.get("after")
+    if not earlier or not unchanged or not isinstance(after, dict):
+        return sink_event
+    filled = [name for name in unchanged if name in earlier]
+    if not filled:
+        return sink_event
+    event = dict(sink_event.event)
+    event["after"] = {**after, **{name: earlier[name] for name in filled}}
+    event["unchanged"] = [name for name in unchanged if name not in earlier]
+    return SinkEvent(sink_event.message, event, sink_event.version)
 
 
 def next_offsets(messages: Iterable[Message]) -> dict[TopicPartition, int]:

@@ -54,3 +54,22 @@ def test_decode_batch_keeps_undecodable_messages_apart() -> None:
 def test_next_offsets_follow_every_polled_message() -> None:
     offsets = next_offsets([message(1, 4), message(2, 9, partition=1), message(3, 5)])
     assert offsets == {TopicPartition("t", 0): 6, TopicPartition("t", 1): 10}
+
+
+def test_coalescing_keeps_toast_values_sent_by_dropped_events() -> None:
+    from cdc.log import Message, Position
+    from connectors.contract import SinkEvent
+    from connectors.runtime.events import coalesce
+
+    def event(offset: int, after: dict[str, object], unchanged: list[str]) -> SinkEvent:
+        message = Message("p.public.docs", 0, offset, 0, b'{"id":1}', b"{}",
+                          Position(100 + offset, 0), False)
+        return SinkEvent(message, {"op": "u", "key": {"id": 1}, "after": after,
+                                   "unchanged": unchanged}, offset)
+
+    first = event(1, {"id": 1, "title": "a", "body": "long text"}, [])
+    second = event(2, {"id": 1, "title": "b"}, ["body"])
+    (kept,) = coalesce([first, second])
+    assert kept.event["after"] == {"id": 1, "title": "b", "body": "long text"}
+    assert kept.event["unchanged"] == []
+    assert kept.version == 2
