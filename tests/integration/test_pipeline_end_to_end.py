@@ -91,7 +91,7 @@ def expected_rows(dsn: str) -> dict[int, dict[str, Any]]:
 def redis_rows(client: redis.Redis, name: str) -> dict[int, dict[str, Any]]:
     found = {}
     for key in client.scan_iter(match=f"{name}:customers:*"):
-        value = client.get(key)
+        value: Any = client.get(key)
         if value is not None:
             row = json.loads(value)
             found[int(row["id"])] = {"name": row["name"], "balance": row["balance"]}
