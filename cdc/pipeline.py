@@ -18,6 +18,7 @@ from cdc.capture.runner import Capture
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log.open import open_log
+from cdc.logsetup import configure_logging
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +30,7 @@ def run(config_path: Path) -> None:
     from connectors.commands import run_connectors
     from connectors.runtime import RuntimeMetrics
 
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     config = load_config_or_exit(config_path)
     event_log = open_log(config.log)
     stop = stop_on_signals()

@@ -14,6 +14,7 @@ from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log import Log
 from cdc.log.open import open_log
+from cdc.logsetup import configure_logging
 
 from .runtime import ConnectorRunner, RuntimeMetrics
 
@@ -64,8 +65,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     """Feed the configured sinks from the log (each connector is a consumer group)."""
     from cdc.capture.commands import stop_on_signals
 
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     config = load_config_or_exit(config_path)
     connectors = select_connectors(config, names)
     metrics = RuntimeMetrics()

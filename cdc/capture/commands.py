@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log.open import open_log
+from cdc.logsetup import configure_logging
 
 from .runner import Capture
 
@@ -33,8 +33,7 @@ def stop_on_signals() -> threading.Event:
 @config_option
 def capture(config_path: Path) -> None:
     """Stream the configured slot into the log (logs LSN, events and acknowledgements)."""
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     config = load_config_or_exit(config_path)
     event_log = open_log(config.log)
     stop = stop_on_signals()
