@@ -2,11 +2,15 @@
 VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
+DEMO_ARGS ?=
 
-.PHONY: setup test lint typecheck unit integration bench bench-log bench-capture bench-json clean
+.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json clean
 
 setup:
 	@bash compose/setup.sh
+
+demo: setup
+	$(BIN)/python -m compose.demo $(DEMO_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,0 +1,142 @@
+"""One demo run: schema, ``cdc run``, workload with a live view, Spark job, comparison."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from rich.console import Console
+from rich.live import Live
+
+from cdc.log.file import FileLog
+from compose.launcher import free_port
+
+from . import compare, resources, shop
+from .cdc_process import CdcRun, cdc_run
+from .display import DemoView, snapshot
+from .pipeline_file import TOPIC_PREFIX, DemoServers, read_pipeline, write_pipeline
+from .spark_step import local_spark, orders_per_customer, read_output, run_spark_job
+from .workload import ShopWorkload
+
+
+@dataclass
+class DemoResult:
+    """What the demo found: events in the log, and every difference (none: consistent)."""
+
+    events: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        """The demo's last line."""
+        if not self.problems:
+            return f"demo: events={self.events} consistent=yes"
+        return f"demo: events={self.events} consistent=no ({'; '.join(self.problems)})"
+
+
+def run_demo(dsn: str, redis_url: str, opensearch_url: str, *, duration: float = 60.0,
+             spark: SparkSession | None = None, console: Console | None = None,
+             converge_timeout: float = 90.0) -> DemoResult:
+    """Run the demo against these servers (a superuser DSN of a ``wal_level=logical``
+    PostgreSQL); ``spark`` reuses a session, else a ``local[2]`` one is started."""
+    console = console or Console()
+    name = f"demo_{uuid.uuid4().hex[:8]}"
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="distributary-")))
+        stack.callback(resources.remove_cache_keys, redis_url, name)
+        stack.callback(resources.remove_search_indices, opensearch_url, name)
+        db = stack.enter_context(resources.demo_database(dsn, name))
+        shop.create_schema(db)
+        servers = DemoServers(db, redis_url, opensearch_url, name)
+        config_path = write_pipeline(servers, workdir, free_port())
+        console.print(f"[bold]demo[/]: database {name}, pipeline {config_path}")
+        result = DemoResult()
+        with cdc_run(config_path) as process:
+            process.wait_streaming(db, name)
+            _drive(process, servers, config_path, duration, console)
+            result.problems = _converge(servers, config_path, converge_timeout, console)
+            code = process.stop()
+            if code != 0:
+                result.problems.append(f"cdc run exited with {code}: {process.log_tail(5)}")
+        log_root = workdir / "log"
+        result.events = sum(snapshot(FileLog(log_root).admin(), _topics(), []).events.values())
+        if spark is None:
+            spark = stack.enter_context(local_spark(workdir))
+        console.print("[bold]demo[/]: Spark job: materialize tables and orders per customer")
+        written = run_spark_job(spark, log_root, TOPIC_PREFIX, workdir / "spark")
+        want = shop.read_postgres(db)
+        tables, counts = read_output(spark, written)
+        for table in shop.TABLES:
+            result.problems += compare.diff_rows(f"spark {table.name}", want[table.name],
+                                                 tables[table.name])
+        if counts != orders_per_customer(want["orders"]):
+            result.problems.append("spark orders_per_customer differs from PostgreSQL")
+        return result
+
+
+def _topics() -> list[str]:
+    return [f"{TOPIC_PREFIX}.public.{table.name}" for table in shop.TABLES]
+
+
+def _drive(process: CdcRun, servers: DemoServers, config_path: Path, duration: float,
+           console: Console) -> None:
+    """Run the workload in a thread and show the live view until it ends."""
+    config = read_pipeline(config_path)
+    assert config.log.path is not None
+    admin = FileLog(config.log.path).admin()
+    groups = [c.name for c in config.connectors]
+    workload = ShopWorkload(servers.dsn)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            workload.run(duration, stop)
+        except BaseException as exc:  # re-raised in the main thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=work, name="workload")
+    view = DemoView(duration)
+    thread.start()
+    try:
+        with Live(view.update(snapshot(admin, _topics(), groups), 0), console=console,
+                  refresh_per_second=2) as live:
+            while thread.is_alive():
+                thread.join(timeout=1.0)
+                process.check_alive()
+                live.update(view.update(snapshot(admin, _topics(), groups),
+                                        workload.state.transactions))
+    finally:
+        stop.set()
+        thread.join()
+    if failure:
+        raise failure[0]
+
+
+def _converge(servers: DemoServers, config_path: Path, timeout: float,
+              console: Console) -> list[str]:
+    """Wait until OpenSearch and Redis equal PostgreSQL; the differences left at timeout."""
+    config = read_pipeline(config_path)
+    cache = next(c for c in config.connectors if c.type == "redis")
+    cached = compare.cached_tables(cache.topic_pattern, cache.topics, TOPIC_PREFIX)
+    console.print("[bold]demo[/]: workload done; waiting for the sinks to catch up")
+    deadline = time.monotonic() + timeout
+    while True:
+        want = shop.read_postgres(servers.dsn)
+        search = compare.read_opensearch(servers.opensearch_url, servers.name, shop.TABLES)
+        redis_rows = compare.read_redis(servers.redis_url, servers.name, cached)
+        problems = [p for t in shop.TABLES
+                    for p in compare.diff_rows(f"opensearch {t.name}", want[t.name],
+                                               search[t.name])]
+        problems += [p for t in cached
+                     for p in compare.diff_rows(f"redis {t.name}", want[t.name],
+                                                redis_rows[t.name])]
+        if not problems or time.monotonic() > deadline:
+            return problems
+        time.sleep(1.0)

@@ -1,0 +1,84 @@
+"""The demo's Spark job: materialize each shop table from the log, plus orders per
+customer, as Parquet; then read the output back for the comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from spark_pipelines.materialize import materialize_table
+
+from . import shop
+
+AGGREGATE = "orders_per_customer"
+
+
+def spark_schema(table: sa.Table) -> StructType:
+    """``table``'s rows as events carry them: integers as longs, numeric and timestamps
+    as their exact text."""
+    return StructType([StructField(c.name, LongType() if isinstance(c.type, sa.Integer)
+                                   else StringType()) for c in table.columns])
+
+
+@contextmanager
+def local_spark(workdir: Path) -> Iterator[SparkSession]:
+    """A small ``local[2]`` session for the demo, stopped afterwards."""
+    session = (SparkSession.builder.master("local[2]").appName("distributary-demo")
+               .config("spark.driver.memory", "512m")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.local.dir", str(workdir / "spark-tmp"))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def run_spark_job(spark: SparkSession, log_root: Path, topic_prefix: str,
+                  output: Path) -> dict[str, Path]:
+    """Write ``<output>/<table>`` for every shop table and ``<output>/orders_per_customer``."""
+    written: dict[str, Path] = {}
+    for table in shop.TABLES:
+        frame = materialize_table(spark, log_root, f"{topic_prefix}.public.{table.name}",
+                                  spark_schema(table))
+        written[table.name] = output / table.name
+        frame.write.mode("overwrite").parquet(str(written[table.name]))
+    orders = spark.read.parquet(str(written["orders"]))
+    written[AGGREGATE] = output / AGGREGATE
+    (orders.groupBy("customer_id").agg(F.count("*").alias("orders"))
+     .write.mode("overwrite").parquet(str(written[AGGREGATE])))
+    return written
+
+
+def read_output(spark: SparkSession, written: dict[str, Path]
+                ) -> tuple[dict[str, dict[str, shop.Row]], dict[int, int]]:
+    """The materialized tables (normalized, by key) and the aggregate from the Parquet."""
+    tables = {}
+    for table in shop.TABLES:
+        rows = spark.read.parquet(str(written[table.name])).collect()
+        tables[table.name] = {shop.key_of(table, r.asDict()): shop.normalize(table, r.asDict())
+                              for r in rows}
+    counts: dict[int, int] = {int(r["customer_id"]): int(r["orders"])
+                              for r in spark.read.parquet(str(written[AGGREGATE])).collect()}
+    return tables, counts
+
+
+def orders_per_customer(rows: dict[str, shop.Row]) -> dict[int, int]:
+    """The aggregate computed from PostgreSQL's orders, to check Spark's."""
+    counts: dict[int, int] = {}
+    for row in rows.values():
+        customer: Any = row["customer_id"]
+        counts[int(customer)] = counts.get(int(customer), 0) + 1
+    return counts
