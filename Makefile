@@ -38,7 +38,13 @@ bench-capture: setup
 bench-json: setup
 	$(BIN)/python -m bench.json_codec
 
-bench: bench-json bench-log bench-capture
+bench-sinks: setup
+	$(BIN)/python -m bench.sinks
+
+bench-latency: setup
+	$(BIN)/python -m bench.latency
+
+bench: bench-json bench-log bench-capture bench-sinks bench-latency
 
 clean:
 	rm -rf .data .pytest_cache .mypy_cache .ruff_cache

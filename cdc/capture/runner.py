@@ -46,8 +46,8 @@ class CaptureSettings:
     """Batching and retry tunables."""
 
     batch_events: int = 5_000
-    batch_delay_s: float = 0.02   # flush when the stream pauses this long …
-    batch_max_age_s: float = 0.25  # … or when the oldest record waited this long
+    batch_delay_s: float = 0.005  # flush when the stream pauses this long …
+    batch_max_age_s: float = 0.05  # … or when the oldest record waited this long
     wal_budget_bytes: int = 1 << 30  # WAL a blocking consumer may make PostgreSQL keep
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0

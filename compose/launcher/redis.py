@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import shutil
 
-from .base import LOOPBACK, LocalServer, ServerError, free_port, port_open, wait_until
+from .base import (
+    LOOPBACK,
+    LocalServer,
+    ServerError,
+    _kill_group,
+    free_port,
+    port_open,
+    wait_until,
+)
 
 
 class RedisServer(LocalServer):
-    """A ``redis-server`` with persistence off (tests) or AOF on (``durable=True``)."""
+    """A ``redis-server`` with persistence off (tests) or AOF on (``durable=True``).
+
+    ``stop_process`` and ``start_again`` take it down and bring it back on the same port
+    and work directory (with ``durable=True`` it reloads its data), to test outages.
+    """
 
     name = "redis"
 
@@ -20,6 +32,23 @@ class RedisServer(LocalServer):
     @property
     def url(self) -> str:
         return f"redis://{LOOPBACK}:{self.port}/0"
+
+    def stop_process(self) -> None:
+        """Stop ``redis-server`` (SIGTERM: it writes its AOF), keeping port and work dir."""
+        self._stop_gracefully()
+        for proc in self._procs:
+            _kill_group(proc)
+        self._procs.clear()
+        wait_until(lambda: not port_open(self.port), timeout=10, what="redis stop")
+
+    def start_again(self) -> None:
+        """Start ``redis-server`` again on the same port after ``stop_process``."""
+        self._start()
+
+    def restart(self) -> None:
+        """``stop_process`` then ``start_again``."""
+        self.stop_process()
+        self.start_again()
 
     def _start(self) -> None:
         binary = shutil.which("redis-server")
