@@ -161,6 +161,8 @@ class Capture:
                     last_data = now
             elif isinstance(message, Keepalive):
                 self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
+                if message.reply_requested and assembler.ready:
+                    self._flush(repl, assembler, resume)  # it wants our position now
                 if assembler.idle and not assembler.ready:
                     assembler.ack_lsn = max(assembler.ack_lsn, message.wal_end)
                     self._acknowledge(repl, assembler.ack_lsn, reply=False)
