@@ -94,12 +94,13 @@ def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: l
                          "unchanged": unchanged, "schema_version": version})
 
 
-def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
-    """``c``: a new row."""
+def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
+                  op: str = "c") -> list[PendingEvent]:
+    """``c``: a new row (``r``: a row read by a snapshot)."""
     after, unchanged = _decode_row(shape, new)
     key = _key(shape, new)
     return [PendingEvent(shape.topic, orjson.dumps(key),
-                         _body("c", key, None, after, unchanged, shape.schema_version),
+                         _body(op, key, None, after, unchanged, shape.schema_version),
                          lsn, False, shape.source_names)]
 
 

@@ -22,7 +22,7 @@ import psycopg
 
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
-from cdc.errors import SourceError
+from cdc.errors import ConfigError, ConfigProblem, SourceError
 from cdc.log import Log, StartAt
 
 from .lsn import format_lsn
@@ -30,7 +30,13 @@ from .pgoutput import PgOutputDecoder
 from .replication import Keepalive, ReplicationConnection
 from .resume import ResumeFilter
 from .shapes import ShapeRegistry, versions_from_log
-from .slot import ensure_publication, ensure_slot
+from .slot import ensure_publication, ensure_slot, read_slot
+from .snapshot import (
+    mark_completed,
+    published_tables,
+    run_initial_snapshot,
+    snapshot_completed,
+)
 from .spool import StreamSpool
 from .transactions import TransactionAssembler
 
@@ -75,6 +81,7 @@ class Capture:
         self.stats = CaptureStats()
         self.producer = event_log.producer()
         self._next_block_check = 0.0
+        self.snapshot_only_done = False
         self._blocked = False
 
     def run(self, stop: threading.Event) -> None:
@@ -98,7 +105,10 @@ class Capture:
         dsn = source.conninfo()
         with psycopg.connect(dsn, autocommit=True) as conn:
             ensure_publication(conn, source.publication, source.tables)
-            ensure_slot(conn, dsn, source.slot)
+            self._prepare_slot(conn, dsn)
+        if self.snapshot_only_done:
+            stop.set()
+            return
         catalog_conn = psycopg.connect(dsn, autocommit=True)
         spool = StreamSpool(Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
         repl = ReplicationConnection(dsn)
@@ -117,6 +127,35 @@ class Capture:
             repl.close()
             spool.close()
             catalog_conn.close()
+
+    def _prepare_slot(self, conn: psycopg.Connection[Any], dsn: str) -> None:
+        """Create or check the slot; take the initial snapshot when the mode asks for it."""
+        source, prefix = self.config.source, self.config.topic_prefix
+        mode = source.snapshot
+        if mode == "always":
+            raise ConfigError([ConfigProblem("source.snapshot", "'always' is not supported "
+                                             "yet; use initial, initial_only or never")])
+        if mode == "never":
+            ensure_slot(conn, dsn, source.slot)
+            return
+        done = snapshot_completed(self.log, prefix, source.slot)
+        if read_slot(conn, source.slot) is not None and not done:
+            log.warning("slot %s exists but its initial snapshot never completed: "
+                        "re-creating it and reading the tables again", source.slot)
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (source.slot,))
+
+        def snapshot(consistent_point: int, snapshot_name: str) -> None:
+            with psycopg.connect(dsn, autocommit=True) as catalog_conn:
+                shapes = ShapeRegistry(catalog_conn, prefix, self._known_schema_versions())
+                tables = published_tables(conn, source.publication, source.tables)
+                rows = run_initial_snapshot(dsn, snapshot_name, consistent_point,
+                                            shapes=shapes, producer=self.producer,
+                                            tables=tables, database=source.database or "")
+            mark_completed(self.producer, prefix, source.slot, consistent_point, tables, rows)
+            self.stats.events += rows
+
+        ensure_slot(conn, dsn, source.slot, on_created=snapshot)
+        self.snapshot_only_done = mode == "initial_only"
 
     def _existing_topics(self) -> list[str]:
         prefix = f"{self.config.topic_prefix}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,13 +76,20 @@ def ensure_publication(conn: psycopg.Connection[Any], publication: str,
         log.info("added %s to publication %s", table, publication)
 
 
-def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str) -> SlotState:
-    """Create the pgoutput slot if missing; refuse a slot that cannot be used."""
+def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
+                on_created: Callable[[int, str], None] | None = None) -> SlotState:
+    """Create the pgoutput slot if missing; refuse a slot that cannot be used.
+
+    With ``on_created``, a new slot exports a snapshot and ``on_created(consistent_point,
+    snapshot_name)`` runs while that snapshot is valid (the initial snapshot).
+    """
     state = read_slot(conn, slot)
     if state is None:
         with ReplicationConnection(dsn) as repl:
-            repl.create_slot(slot)
-        log.info("created replication slot %s", slot)
+            point, snapshot = repl.create_slot(slot, export_snapshot=on_created is not None)
+            log.info("created replication slot %s", slot)
+            if on_created is not None and snapshot is not None:
+                on_created(point, snapshot)
         state = read_slot(conn, slot)
         assert state is not None
     dbname = conn.info.dbname
