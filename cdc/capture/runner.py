@@ -33,9 +33,10 @@ from .shapes import ShapeRegistry, versions_from_log
 from .slot import ensure_publication, ensure_slot, read_slot
 from .snapshot import (
     mark_completed,
+    mark_started,
     published_tables,
     run_initial_snapshot,
-    snapshot_completed,
+    snapshot_state,
 )
 from .spool import StreamSpool
 from .transactions import TransactionAssembler
@@ -138,13 +139,18 @@ class Capture:
         if mode == "never":
             ensure_slot(conn, dsn, source.slot)
             return
-        done = snapshot_completed(self.log, prefix, source.slot)
-        if read_slot(conn, source.slot) is not None and not done:
-            log.warning("slot %s exists but its initial snapshot never completed: "
-                        "re-creating it and reading the tables again", source.slot)
+        state = snapshot_state(self.log, prefix, source.slot)
+        exists = read_slot(conn, source.slot) is not None
+        if exists and state == "started":
+            log.warning("the initial snapshot of slot %s was interrupted: re-creating the "
+                        "slot and reading the tables again", source.slot)
             conn.execute("SELECT pg_drop_replication_slot(%s)", (source.slot,))
+        elif exists and state is None:
+            log.warning("slot %s was not created by this service: streaming from it without "
+                        "an initial snapshot", source.slot)
 
         def snapshot(consistent_point: int, snapshot_name: str) -> None:
+            mark_started(self.producer, prefix, source.slot, consistent_point)
             with psycopg.connect(dsn, autocommit=True) as catalog_conn:
                 shapes = ShapeRegistry(catalog_conn, prefix, self._known_schema_versions())
                 tables = published_tables(conn, source.publication, source.tables)

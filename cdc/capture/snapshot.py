@@ -6,8 +6,9 @@ snapshot (``REPEATABLE READ``, ``SET TRANSACTION SNAPSHOT``), so the rows are ex
 state at the slot's consistent point: streaming then starts there, with no gap and no
 overlap. Values are read as text and go through the same codecs as streamed rows.
 Snapshot events carry the position ``(consistent_point, seq)``, below every streamed
-transaction's. A record on ``<prefix>._snapshots`` marks the snapshot complete; a slot
-without it was interrupted mid-snapshot and is re-created (its rows are read again).
+transaction's. Records on ``<prefix>._snapshots`` mark the snapshot started and completed; a slot
+this service created whose snapshot never completed was interrupted and is re-created
+(its rows are read again); a slot created by someone else is never dropped.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import orjson
 import psycopg
 from psycopg import sql
 
+from cdc.crashpoints import crash_point
 from cdc.log import Log, Position, Producer, Record, StartAt
 
 from .events import CommitInfo, complete, insert_events
@@ -39,20 +41,31 @@ def snapshot_topic(prefix: str) -> str:
     return f"{prefix}._snapshots"
 
 
-def snapshot_completed(event_log: Log, prefix: str, slot: str) -> bool:
-    """True when the log records a completed initial snapshot for ``slot``."""
+def snapshot_state(event_log: Log, prefix: str, slot: str) -> str | None:
+    """What the log says of ``slot``'s initial snapshot: ``started``, ``completed``, or
+    None (never taken by this service: e.g. a slot created by hand)."""
     topic = snapshot_topic(prefix)
     if topic not in event_log.admin().topics():
-        return False
+        return None
     consumer = event_log.consumer(f"{prefix}-capture-snapshots", topics=[topic],
                                   start=StartAt.earliest())
+    state: str | None = None
     try:
         while batch := consumer.poll(1000, timeout=0.5):
-            if any(orjson.loads(m.value).get("slot") == slot for m in batch):
-                return True
+            for message in batch:
+                record = orjson.loads(message.value)
+                if record.get("slot") == slot:
+                    state = str(record.get("state", "completed"))
     finally:
         consumer.close()
-    return False
+    return state
+
+
+def mark_started(producer: Producer, prefix: str, slot: str, consistent_point: int) -> None:
+    """Record that an initial snapshot of a slot this service created has begun."""
+    value = orjson.dumps({"slot": slot, "state": "started",
+                          "consistent_point": format_lsn(consistent_point)})
+    producer.append([Record(snapshot_topic(prefix), orjson.dumps(slot), value)])
 
 
 def published_tables(conn: psycopg.Connection[Any], publication: str,
@@ -120,6 +133,7 @@ def run_initial_snapshot(dsn: str, snapshot_name: str, consistent_point: int, *,
                                                   Position(consistent_point, seq)))
                             seq += 1
                     producer.append(records)
+                    crash_point("snapshot_batch")
                     rows += len(batch)
             log.info("snapshot of %s.%s: %d rows in %.1f s", schema, table, rows,
                      time.monotonic() - started, extra={"lsn": format_lsn(consistent_point)})
@@ -130,7 +144,8 @@ def run_initial_snapshot(dsn: str, snapshot_name: str, consistent_point: int, *,
 def mark_completed(producer: Producer, prefix: str, slot: str, consistent_point: int,
                    tables: list[tuple[str, str]], rows: int) -> None:
     """Record that the initial snapshot of ``slot`` is complete and durable."""
-    value = orjson.dumps({"slot": slot, "consistent_point": format_lsn(consistent_point),
+    value = orjson.dumps({"slot": slot, "state": "completed",
+                          "consistent_point": format_lsn(consistent_point),
                           "tables": [f"{s}.{t}" for s, t in tables], "rows": rows,
                           "completed_at": datetime.now(UTC).isoformat()})
     producer.append([Record(snapshot_topic(prefix), orjson.dumps(slot), value)])

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import orjson
 import psycopg
+from psycopg import sql
 from click.testing import CliRunner
 
 from cdc.capture.lsn import parse_lsn
@@ -46,7 +47,8 @@ def test_idle_published_tables_busy_database_slot_advances(
     env = capture_env
     env.sql("CREATE TABLE published (id int PRIMARY KEY)")
     with psycopg.connect(env.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE PUBLICATION {env.slot} FOR TABLE published")
+        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE published")
+                     .format(sql.Identifier(env.slot)))
     run_capture()
     env.sql("CREATE TABLE other (id serial PRIMARY KEY, pad text)")
     start = confirmed_flush(env)

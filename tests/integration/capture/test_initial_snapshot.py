@@ -30,3 +30,42 @@ def test_existing_rows_are_read_then_changes_stream(capture_env: CaptureEnv,
     assert events[2500]["after"]["balance"] == "0.00"
     assert events[2500]["source"]["snapshot"] is False
     assert len(events) == 2502, "no overlap between the snapshot and the stream"
+
+
+def test_an_interrupted_snapshot_is_taken_again(capture_env: CaptureEnv) -> None:
+    from .test_capture_crash import start_capture
+
+    env = capture_env
+    env.sql("CREATE TABLE items (id int PRIMARY KEY, v text)",
+            "INSERT INTO items SELECT g, 'v' FROM generate_series(1, 12000) g")
+    crashing = start_capture(env, "snapshot_batch:2")
+    assert crashing.wait(timeout=60) == -9, "killed in the middle of the snapshot"
+    assert 0 < len(env.events("items")) < 12000
+    survivor = start_capture(env)
+    try:
+        env.wait_for("items", 12000 + 5000)  # the first 5,000 rows were read twice
+        env.sql("INSERT INTO items VALUES (20000, 'streamed')")
+        events = [orjson.loads(m.value) for m in env.wait_for("items", 17001)]
+    finally:
+        survivor.terminate()
+        survivor.wait(timeout=30)
+    reads = {e["key"]["id"] for e in events if e["op"] == "r"}
+    assert reads == set(range(1, 12001)), "every row read by the snapshot taken again"
+    assert [e["key"]["id"] for e in events if e["op"] == "c"] == [20000]
+
+
+def test_a_slot_created_by_hand_is_never_dropped(capture_env: CaptureEnv,
+                                                 run_capture: Callable[[], Capture]) -> None:
+    import psycopg
+    from psycopg import sql
+
+    env = capture_env
+    env.sql("CREATE TABLE t (id int PRIMARY KEY)")
+    with psycopg.connect(env.dsn, autocommit=True) as conn:  # publication first, as PG needs
+        conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES")
+                     .format(sql.Identifier(env.slot)))
+        conn.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (env.slot,))
+        conn.execute("INSERT INTO t VALUES (1)")  # after the slot: streamed, not read
+    run_capture()
+    events = [orjson.loads(m.value) for m in env.wait_for("t", 1)]
+    assert [(e["op"], e["key"]) for e in events] == [("c", {"id": 1})]
