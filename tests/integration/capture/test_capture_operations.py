@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import orjson
 import psycopg
-from psycopg import sql
 from click.testing import CliRunner
+from psycopg import sql
 
 from cdc.capture.lsn import parse_lsn
 from cdc.capture.runner import Capture
