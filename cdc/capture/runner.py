@@ -201,8 +201,8 @@ class Capture:
                 if assembler.ready:
                     self._flush(repl, assembler, resume)
                 elif heartbeat_s and now - last_data >= heartbeat_s:
-                    catalog_conn.execute("SELECT pg_logical_emit_message(false, %s, '')",
-                                         (HEARTBEAT_PREFIX,))
+                    if not self._emit_heartbeat(catalog_conn):
+                        heartbeat_s = None  # keepalives alone advance the slot then
                     last_data = now
             elif isinstance(message, Keepalive):
                 self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
@@ -240,6 +240,18 @@ class Capture:
                          extra={"slot": self.config.source.slot})
         if assembler.ready:
             self._flush(repl, assembler, resume)
+
+    def _emit_heartbeat(self, catalog_conn: psycopg.Connection[Any]) -> bool:
+        """Write a tiny WAL record the slot can advance past; False if not allowed."""
+        try:
+            catalog_conn.execute("SELECT pg_logical_emit_message(false, %s, '')",
+                                 (HEARTBEAT_PREFIX,))
+        except psycopg.errors.InsufficientPrivilege:
+            log.warning("heartbeats disabled: this role may not call pg_logical_emit_message "
+                        "(GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, "
+                        "text) TO <role>)", extra={"slot": self.config.source.slot})
+            return False
+        return True
 
     def _held_back(self) -> bool:
         """Backpressure ``block``: hold acknowledgements while a blocking consumer group
