@@ -74,9 +74,10 @@ def test_sinks_converge_to_the_table_through_the_view(
     assert any(b'"unchanged":["body"]' in m.value for m in events), (
         "updates left the TOASTed body out")
     assert any(b'"op":"t"' in m.value for m in events), "the truncate was captured"
-    # a new change after the truncate and the replays still lands in both sinks
+    # a new change after the truncate and the replays still lands in both sinks (on a row
+    # inside the view's filter: re-entering it without the body is the known gap below)
     harness.execute("UPDATE items SET qty = 1, title = 'last' WHERE (tenant, id) IN "
-                    "(SELECT tenant, id FROM items ORDER BY tenant, id LIMIT 1)")
+                    "(SELECT tenant, id FROM items WHERE qty < 90 ORDER BY tenant, id LIMIT 1)")
     wait_until(lambda: converged(harness, search, cache, unique_name), timeout=30,
                what="the last update reaches both sinks")
 
