@@ -16,7 +16,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from compose.launcher import services
 
@@ -98,6 +100,22 @@ def spark(spark_kafka_jar_paths: list[Path],
                .getOrCreate())
     yield session
     session.stop()
+
+
+@pytest.fixture
+def fresh_database(postgres_dsn: str, unique_name: str) -> Iterator[str]:
+    """DSN of a new database named ``unique_name``; afterwards its sessions, the slot of the
+    same name and the database are removed."""
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
+    yield postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE datname = %s AND pid <> pg_backend_pid()", (unique_name,))
+        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                     "WHERE slot_name = %s AND NOT active", (unique_name,))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+                     .format(sql.Identifier(unique_name)))
 
 
 @pytest.fixture

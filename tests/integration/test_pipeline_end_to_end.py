@@ -12,27 +12,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 import redis
 from opensearchpy import OpenSearch
-from psycopg import sql
-
-
-@pytest.fixture
-def database(postgres_dsn: str, unique_name: str) -> Iterator[str]:
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
-    yield postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(unique_name)))
-        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                     "WHERE slot_name = %s AND NOT active", (unique_name,))
 
 
 def write_config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str) -> None:
@@ -107,8 +92,9 @@ def search_rows(client: OpenSearch, index: str) -> dict[int, dict[str, Any]]:
 
 
 def test_cdc_run_keeps_redis_and_opensearch_equal_to_postgres(
-        database: str, unique_name: str, tmp_path: Path, opensearch_url: str,
+        fresh_database: str, unique_name: str, tmp_path: Path, opensearch_url: str,
         redis_url: str) -> None:
+    database = fresh_database
     with psycopg.connect(database, autocommit=True) as conn:
         conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, "
                      "balance numeric(12,2), updated_at timestamptz)")

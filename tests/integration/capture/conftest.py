@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 import psycopg
 import pytest
-from psycopg import sql
 
 from cdc.capture.runner import Capture, CaptureSettings
 from cdc.config import PipelineConfig, load_config
@@ -74,10 +73,8 @@ class CaptureEnv:
 
 
 @pytest.fixture
-def capture_env(postgres_dsn: str, unique_name: str, tmp_path: Path) -> Iterator[CaptureEnv]:
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
-    dsn = postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
+def capture_env(fresh_database: str, unique_name: str, tmp_path: Path) -> CaptureEnv:
+    dsn = fresh_database
     config_path = tmp_path / "pipeline.yaml"
     config_path.write_text(f"""
 source:
@@ -91,15 +88,7 @@ log:
   path: {tmp_path / 'log'}
   partitions: 3
 """)
-    env = CaptureEnv(dsn, config_path, tmp_path / "log", unique_name)
-    yield env
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = %s AND pid <> pg_backend_pid()", (unique_name,))
-        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                     "WHERE slot_name = %s AND NOT active", (unique_name,))
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(unique_name)))
+    return CaptureEnv(dsn, config_path, tmp_path / "log", unique_name)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from .harness import PipelineHarness
 
@@ -15,14 +14,12 @@ MakeHarness = Callable[[str, str], PipelineHarness]
 
 
 @pytest.fixture
-def make_harness(postgres_dsn: str, unique_name: str,
+def make_harness(fresh_database: str, unique_name: str,
                  tmp_path: Path) -> Iterator[MakeHarness]:
     """``make_harness(schema_sql, connectors_yaml)``: create the tables in a new database,
     write a pipeline file whose ``connectors:`` section is ``connectors_yaml``."""
     made: list[PipelineHarness] = []
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
-    dsn = postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
+    dsn = fresh_database
 
     def make(schema_sql: str, connectors_yaml: str) -> PipelineHarness:
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -48,10 +45,3 @@ connectors:
     yield make
     for harness in made:
         harness.close()
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = %s AND pid <> pg_backend_pid()", (unique_name,))
-        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                     "WHERE slot_name = %s AND NOT active", (unique_name,))
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(unique_name)))
