@@ -3,8 +3,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
+CHAOS_ARGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json clean
+.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -44,7 +46,20 @@ bench-sinks: setup
 bench-latency: setup
 	$(BIN)/python -m bench.latency
 
-bench: bench-json bench-log bench-capture bench-sinks bench-latency
+bench-spark: setup
+	$(BIN)/python -m bench.spark
+
+bench-snapshot: setup
+	$(BIN)/python -m bench.snapshot
+
+bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-snapshot
+
+# The pgoutput decoder fuzzed for FUZZ_SECONDS (atheris), then the whole pipeline under
+# faults (python -m chaos; CHAOS_ARGS="--short" for the quick version). Needs root for the
+# log's tmpfs.
+chaos: setup
+	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$(FUZZ_SECONDS)
+	$(BIN)/python -m chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf .data .pytest_cache .mypy_cache .ruff_cache

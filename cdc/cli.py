@@ -5,16 +5,26 @@ from __future__ import annotations
 import click
 
 from cdc.capture.commands import capture, doctor
+from cdc.capture.ddl_command import ddl_group
+from cdc.capture.snapshot_command import snapshot
 from cdc.config.commands import config_schema, validate
+from cdc.help_examples import add_examples
 from cdc.log.commands import log_group
+from cdc.logsetup import LogFormat, set_log_format
 from cdc.pipeline import run
 from connectors.commands import connect
+from spark_pipelines.commands import replay
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="distributary")
-def main() -> None:
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, envvar="DISTRIBUTARY_LOG_FORMAT",
+              help="text lines, or one JSON object per line (ts, level, logger, message, "
+              "fields).")
+def main(log_format: LogFormat) -> None:
     """Distributary: change-data-capture from PostgreSQL into a replayable event log."""
+    set_log_format(log_format)
 
 
 main.add_command(validate)
@@ -24,6 +34,10 @@ main.add_command(capture)
 main.add_command(doctor)
 main.add_command(connect)
 main.add_command(run)
+main.add_command(snapshot)
+main.add_command(replay)
+main.add_command(ddl_group)
+add_examples(main)  # last: every command is registered by now
 
 
 if __name__ == "__main__":

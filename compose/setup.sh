@@ -9,6 +9,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql po
 have redis-server || need_pkgs+=(redis-server)
 have java || need_pkgs+=(openjdk-17-jdk-headless)
 have mvn || need_pkgs+=(maven)
+have chromium || need_pkgs+=(chromium)  # the status page test drives it headless
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -36,15 +36,20 @@ def select_connectors(config: PipelineConfig, names: Sequence[str]) -> list[Conn
 
 
 def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig],
-                   event_log: Log, stop: threading.Event, metrics: RuntimeMetrics) -> None:
+                   event_log: Log, stop: threading.Event, metrics: RuntimeMetrics,
+                   on_start: Callable[[Sequence[ConnectorRunner]], None] | None = None
+                   ) -> None:
     """Run ``connectors`` until ``stop`` is set or one fails; drain all of them.
 
-    Raises ``ConnectorFailedError`` for the first connector that failed.
+    ``on_start`` gets the started runners (the health endpoint watches them). Raises
+    ``ConnectorFailedError`` for the first connector that failed.
     """
     runners = [ConnectorRunner(connector, event_log, topic_prefix=config.topic_prefix,
                                metrics=metrics) for connector in connectors]
     for runner in runners:
         runner.start()
+    if on_start is not None:
+        on_start(runners)
     try:
         while not stop.wait(0.2) and not any(runner.stopping for runner in runners):
             pass
@@ -64,20 +69,25 @@ def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig]
 def connect(config_path: Path, names: tuple[str, ...]) -> None:
     """Feed the configured sinks from the log (each connector is a consumer group)."""
     from cdc.capture.commands import stop_on_signals
+    from cdc.logsetup import protect_secrets
+    from cdc.observability import start_observability
 
     configure_logging()
     config = load_config_or_exit(config_path)
+    protect_secrets(config)
     connectors = select_connectors(config, names)
     metrics = RuntimeMetrics()
-    if config.metrics is not None:
-        from prometheus_client import start_http_server
-
-        start_http_server(config.metrics.port, config.metrics.host, registry=metrics.registry)
     event_log = open_log(config.log)
     stop = stop_on_signals()
+    observability = None
     try:
-        run_connectors(config, connectors, event_log, stop, metrics)
+        observability = start_observability(config, metrics, connectors=connectors)
+        watch = None if observability is None else observability.connectors
+        run_connectors(config, connectors, event_log, stop, metrics,
+                       on_start=None if watch is None else watch.attach)
     except DistributaryError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
+        if observability is not None:
+            observability.stop()
         event_log.close()

@@ -1,25 +1,37 @@
-"""Materialize the current state of a table from its topic in the file log.
+"""Materialize the current state of a table from its topic.
 
-The newest event of each key wins, ordered by source position: the log line's top-level
-``lsn`` (the commit LSN as an integer) and ``seq`` (the event's place in its
-transaction), which is exactly the order of ``source.commit_lsn``/``source.seq`` without
-parsing LSN text. Deletes remove the row; a truncate removes every row whose last event
-came before it. A column PostgreSQL did not resend (a TOASTed value, listed in
+The newest event of each key wins, ordered by source position: the record's ``lsn``
+(the commit LSN as an integer) and ``seq`` (the event's place in its transaction),
+exactly the order of ``source.commit_lsn``/``source.seq`` without parsing LSN text.
+Deletes remove the row; a truncate removes every row whose last event came before it
+(snapshot ``r`` events are upserts like ``c`` and ``u``, so they merge with streamed
+ones by position). A column PostgreSQL did not resend (a TOASTed value, listed in
 ``unchanged``) keeps its newest value sent before.
+
+Everything is Spark SQL (no Python per record): one aggregation per key over the events
+(``max_by`` the position, which Spark runs as a hash aggregation, where the maximum of a
+whole struct would need a sort-based one at twice the cost), then, only for
+the rare keys whose newest event left columns out, a second look at their history.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from .log_source import read_topic
 
 POSITION_COLUMNS = ("_lsn", "_seq")
-_UPSERTS = ("c", "u", "r")
+KEY_COLUMN = "_key"
+OP_COLUMN = "_op"
+VERSION_COLUMN = "_schema_version"
+UPSERTS = ("c", "u", "r")
+TRUNCATE_KEY = "{}"
 
 
 def event_type(row_schema: StructType) -> StructType:
@@ -28,42 +40,78 @@ def event_type(row_schema: StructType) -> StructType:
         StructField("op", StringType()),
         StructField("after", row_schema),
         StructField("unchanged", ArrayType(StringType())),
+        StructField("schema_version", LongType()),
     ])
 
 
-def _after(lsn: Column, seq: Column, lsn_bound: Column, seq_bound: Column) -> Column:
+def _newer(lsn: Column, seq: Column, lsn_bound: Column, seq_bound: Column) -> Column:
     return (lsn > lsn_bound) | ((lsn == lsn_bound) & (seq > seq_bound))
+
+
+def current_state(records: DataFrame, names: Sequence[str], *, as_of_lsn: int | None = None,
+                  with_deletes: bool = False) -> DataFrame:
+    """One row per live key from ``records`` (``lsn``, ``seq``, ``key`` and ``value`` as
+    ``event_type`` gives it): the columns ``names``, plus ``_lsn``/``_seq`` (the position
+    of the event that last wrote the row), ``_key`` (the key's JSON text), ``_op`` and
+    ``_schema_version`` (of that event).
+
+    ``with_deletes`` also keeps keys whose last event is a delete (``_op`` ``d``, columns
+    null) and the last truncate itself (``_op`` ``t``), for rebuilds that replay them
+    through a sink's version guard.
+
+    ``as_of_lsn`` keeps only events committed at or before that LSN. The per-key
+    aggregation is persisted (memory, then disk) for the jobs that read the state more
+    than once: ``spark.catalog.clearCache()`` releases it.
+    """
+    events = records.select(
+        "lsn", "seq", "key", F.col("value.op").alias("op"), F.col("value.after").alias("after"),
+        F.coalesce(F.col("value.unchanged"), F.array().cast("array<string>")).alias("unchanged"),
+        F.col("value.schema_version").alias("schema_version"))
+    if as_of_lsn is not None:
+        events = events.where(F.col("lsn") <= F.lit(as_of_lsn))
+    latest = (events.groupBy("key")
+              .agg(F.max_by(F.struct("lsn", "seq", "op", "schema_version", "after", "unchanged"),
+                            F.struct("lsn", "seq")).alias("last"))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    truncated = (latest.where((F.col("key") == TRUNCATE_KEY) & (F.col("last.op") == "t"))
+                 .select(F.col("last.lsn").alias("t_lsn"), F.col("last.seq").alias("t_seq")))
+    kept = (*UPSERTS, "d") if with_deletes else UPSERTS
+    live = latest.where(F.col("last.op").isin(*kept)).join(truncated, F.lit(True), "left_outer")
+    rows = live.where(F.col("t_lsn").isNull() | _newer(
+        F.col("last.lsn"), F.col("last.seq"), F.col("t_lsn"), F.col("t_seq")))
+    if with_deletes:
+        rows = rows.unionByName(latest.where(F.col("last.op") == "t").join(
+            truncated, F.lit(True), "left_outer"))
+    return _with_toast_filled(events, rows, names)
+
+
+def _with_toast_filled(events: DataFrame, rows: DataFrame, names: Sequence[str]) -> DataFrame:
+    position = [F.col("last.lsn").alias(POSITION_COLUMNS[0]),
+                F.col("last.seq").alias(POSITION_COLUMNS[1]), F.col("key").alias(KEY_COLUMN),
+                F.col("last.op").alias(OP_COLUMN),
+                F.col("last.schema_version").alias(VERSION_COLUMN)]
+    partial = rows.where(F.size("last.unchanged") > 0)
+    if partial.limit(1).count() == 0:
+        return rows.select(*[F.col(f"last.after.{n}").alias(n) for n in names], *position)
+    upsert = F.col("op").isin(*UPSERTS)
+    history = events.join(partial.select("key"), "key", "left_semi")
+    earlier = history.groupBy("key").agg(*[
+        F.max(F.when(upsert & ~F.array_contains("unchanged", name),
+                     F.struct("lsn", "seq", F.col(f"after.{name}").alias("v")))).alias(f"_f_{name}")
+        for name in names])
+    joined = rows.join(earlier, "key", "left_outer")
+    return joined.select(*[
+        F.when(F.array_contains("last.unchanged", name), F.col(f"_f_{name}.v"))
+        .otherwise(F.col(f"last.after.{name}")).alias(name) for name in names], *position)
 
 
 def materialize_table(spark: SparkSession, log_root: Path | str, topic: str,
                       row_schema: StructType, *, as_of_lsn: int | None = None) -> DataFrame:
-    """The rows of ``topic``'s table: one per live key, the columns of ``row_schema``
-    (from each event's ``after``), plus ``_lsn`` and ``_seq``, the position of the event
-    that last wrote the row.
+    """The rows of ``topic``'s table in a file log: the columns of ``row_schema`` (read
+    from each event's ``after`` with those types) plus ``_lsn`` and ``_seq``.
 
     ``as_of_lsn`` keeps only events committed at or before that LSN (state as of it).
-    Nothing is collected to the driver; the caller writes or inspects the DataFrame.
     """
-    events = read_topic(spark, log_root, topic, event_type(row_schema)).select(
-        "lsn", "seq", "key", F.col("value.op").alias("op"), F.col("value.after").alias("after"),
-        F.coalesce(F.col("value.unchanged"), F.array().cast("array<string>"))
-        .alias("unchanged"))
-    if as_of_lsn is not None:
-        events = events.where(F.col("lsn") <= F.lit(as_of_lsn))
-    truncated = (events.where(F.col("op") == "t")
-                 .agg(F.max(F.struct("lsn", "seq")).alias("t")))
-    rows = events.where(F.col("op") != "t").crossJoin(truncated).where(
-        F.col("t").isNull() | _after(F.col("lsn"), F.col("seq"), F.col("t.lsn"),
-                                     F.col("t.seq")))
-    upsert = F.col("op").isin(*_UPSERTS)
-    columns = [
-        F.max(F.when(upsert & ~F.array_contains("unchanged", name),
-                     F.struct("lsn", "seq", F.col(f"after.{name}").alias("v"))))
-        .alias(name)
-        for name in row_schema.fieldNames()
-    ]
-    latest = rows.groupBy("key").agg(F.max(F.struct("lsn", "seq", "op")).alias("last"),
-                                     *columns)
-    return latest.where(F.col("last.op").isin(*_UPSERTS)).select(
-        *[F.col(f"{name}.v").alias(name) for name in row_schema.fieldNames()],
-        F.col("last.lsn").alias(POSITION_COLUMNS[0]), F.col("last.seq").alias(POSITION_COLUMNS[1]))
+    records = read_topic(spark, log_root, topic, event_type(row_schema))
+    state = current_state(records, row_schema.fieldNames(), as_of_lsn=as_of_lsn)
+    return state.drop(KEY_COLUMN, OP_COLUMN, VERSION_COLUMN)

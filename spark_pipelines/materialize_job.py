@@ -1,79 +1,64 @@
-"""``python -m spark_pipelines.materialize_job -c pipeline.yaml``: every captured table's
-current state as Parquet under ``spark.output_path/<schema>.<table>`` (file log).
+"""The ``materialize`` and ``state-as-of`` jobs: each table's state as a Parquet dataset,
+checked by row count and content checksum (``checksum``) read back from what was written.
 
-Each table's row type comes from its newest schema version in the ``<prefix>._schemas``
-topic: integers become longs, booleans booleans, floats doubles, everything else the
-event's text (numeric digits, ISO timestamps, JSON).
+Output: ``<output>/<schema.table>`` for the current state; ``<output>/as_of_<lsn>/
+<schema.table>`` for a state as of a commit LSN (a time is first turned into the newest
+commit LSN at or before it). Columns are the table's newest columns with their types
+(``columns.spark_type``), then ``_lsn`` and ``_seq``: the position of the row's last event.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import click
-import orjson
 from pyspark.sql import SparkSession
-from pyspark.sql.types import (
-    BooleanType,
-    DataType,
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
-from cdc.config.commands import config_option, load_config_or_exit
+from cdc.capture.lsn import format_lsn
 
-from .log_source import read_topic
-from .materialize import materialize_table
-
-_TYPES: dict[str, DataType] = {"int2": LongType(), "int4": LongType(), "int8": LongType(),
-                               "bool": BooleanType(), "float4": DoubleType(),
-                               "float8": DoubleType()}
+from .checksum import spark_checksum
+from .materialize import POSITION_COLUMNS
+from .source import LogSource
+from .state import TableHistory, text_state
+from .typed import typed_state
 
 
-def row_schema_from_log(spark: SparkSession, log_root: Path | str, topic_prefix: str,
-                        table: str) -> StructType:
-    """The row type of ``table`` (``schema.table``) at its newest schema version."""
-    records = read_topic(spark, log_root, f"{topic_prefix}._schemas").select("value").collect()
-    versions = [orjson.loads(r["value"]) for r in records]
-    mine = [v for v in versions if f"{v['schema']}.{v['table']}" == table]
-    if not mine:
-        raise click.ClickException(f"no schema of {table} in {topic_prefix}._schemas yet")
-    newest = max(mine, key=lambda v: int(v["schema_version"]))
-    return StructType([StructField(c["name"], _TYPES.get(str(c["type"]).rsplit(".", 1)[-1],
-                                                         StringType()))
-                       for c in newest["columns"]])
+@dataclass(slots=True)
+class TableResult:
+    """What a job did with one table (or one derived dataset)."""
+
+    name: str
+    rows: int
+    checksum: str
+    path: Path | str  # a dataset's directory, or where a rebuild wrote
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
 
 
-@click.command()
-@config_option
-@click.option("--table", "tables", multiple=True, help="schema.table (default: source.tables)")
-def main(config_path: Path, tables: tuple[str, ...]) -> None:
-    """Materialize tables from the log as Parquet.
-
-    Example: python -m spark_pipelines.materialize_job -c pipeline.yaml --table public.orders
-    """
-    config = load_config_or_exit(config_path)
-    if config.log.backend != "file" or config.log.path is None:
-        raise click.UsageError("this job reads the file log (log.backend: file)")
-    builder = SparkSession.builder.master(config.spark.master).appName("materialize")
-    for key, value in config.spark.conf.items():
-        builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
-    try:
-        for table in tables or config.source.tables:
-            schema, name = table.split(".", 1)
-            frame = materialize_table(spark, config.log.path, config.topic_for(schema, name),
-                                      row_schema_from_log(spark, config.log.path,
-                                                          config.topic_prefix, table))
-            target = config.spark.output_path / table
-            frame.write.mode("overwrite").parquet(str(target))
-            click.echo(f"{table}: {spark.read.parquet(str(target)).count()} rows -> {target}")
-    finally:
-        spark.stop()
+def output_dir(output: Path, as_of_lsn: int | None) -> Path:
+    """Where a job writes: ``output`` itself, or ``output/as_of_<lsn>``."""
+    if as_of_lsn is None:
+        return output
+    return output / f"as_of_{format_lsn(as_of_lsn).replace('/', '_')}"
 
 
-if __name__ == "__main__":
-    main()
+def materialize_tables(spark: SparkSession, source: LogSource, tables: Sequence[TableHistory],
+                       output: Path, *, as_of_lsn: int | None = None) -> list[TableResult]:
+    """Write each table's state (as of ``as_of_lsn`` if given) and check it."""
+    results = []
+    for history in tables:
+        started = time.perf_counter()
+        ends = source.end_offsets(source.topic(history.name))
+        state = text_state(spark, source, history, ends, as_of_lsn=as_of_lsn)
+        typed, kept = typed_state(state, history.newest, POSITION_COLUMNS)
+        target = output_dir(output, as_of_lsn) / history.name
+        typed.write.mode("overwrite").parquet(str(target))
+        written = spark.read.parquet(str(target)).drop(*POSITION_COLUMNS)
+        rows, checksum = spark_checksum(written)
+        spark.catalog.clearCache()
+        results.append(TableResult(history.name, rows, checksum, target,
+                                   time.perf_counter() - started,
+                                   [k.warning(history.name) for k in kept]))
+    return results

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import errno
 import signal
 import threading
 from pathlib import Path
 from types import FrameType
 
 import click
+import psycopg
 
+from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
+from cdc.config.conninfo import dsn_secrets
+from cdc.config.secrets import Redactor
 from cdc.errors import DistributaryError
 from cdc.log.open import open_log
-from cdc.logsetup import configure_logging
+from cdc.logsetup import configure_logging, protect_secrets
 
-from .runner import Capture
+from .runner import Capture, CaptureSettings
 
 
 def stop_on_signals() -> threading.Event:
@@ -31,18 +36,48 @@ def stop_on_signals() -> threading.Event:
 
 @click.command()
 @config_option
-def capture(config_path: Path) -> None:
+@click.option("--recreate-lost-slot", is_flag=True,
+              help="If the slot is lost (wal_status=lost), drop it, create a new one and "
+              "snapshot the tables again instead of stopping with an error.")
+def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     """Stream the configured slot into the log (logs LSN, events and acknowledgements)."""
+    from cdc.observability import start_observability
+
     configure_logging()
     config = load_config_or_exit(config_path)
+    protect_secrets(config)
     event_log = open_log(config.log)
     stop = stop_on_signals()
+    settings = CaptureSettings(recreate_lost_slot=recreate_lost_slot)
+    runner = Capture(config, event_log, settings)
+    observability = None
     try:
-        Capture(config, event_log).run(stop)
+        observability = start_observability(config, capture=runner.stats)
+        runner.run(stop)
     except DistributaryError as exc:
         raise click.ClickException(str(exc)) from None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise click.ClickException(
+            f"permission denied: {exc.diag.message_primary}; 'cdc doctor -c {config_path}' "
+            "names the missing privilege and the GRANT that fixes it") from None
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise click.ClickException(
+            f"the log's disk is full ({config.log.path}): nothing written after the last "
+            "durable append was acknowledged to PostgreSQL, which keeps the WAL; free space "
+            "(or raise the filesystem's size) and start the capture again") from None
     finally:
+        if observability is not None:
+            observability.stop()
         event_log.close()
+
+
+def _without_secrets(text: str, config: PipelineConfig) -> str:
+    """``text`` (first lines of a libpq error) with the source's secrets scrubbed."""
+    redactor = Redactor(dsn_secrets(config.source.conninfo()))
+    text = redactor.scrub(" ".join(text.strip().splitlines()[:3]))
+    return "(details withheld: they contain a secret)" if redactor.leaks(text) else text
 
 
 @click.command()
@@ -54,6 +89,9 @@ def doctor(config_path: Path) -> None:
     config = load_config_or_exit(config_path)
     try:
         findings = diagnose(config)
+    except psycopg.Error as exc:  # e.g. unreachable, TLS verification, authentication
+        raise click.ClickException(f"cannot check the database: "
+                                   f"{_without_secrets(str(exc), config)}") from None
     except Exception as exc:  # a connection failure is the finding here
         raise click.ClickException(f"cannot check the database: {type(exc).__name__}") from None
     for finding in findings:

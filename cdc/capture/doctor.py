@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import psycopg
 
 from cdc.config import PipelineConfig
 
+from .ddl import ddl_trigger_findings
+from .findings import Finding, Level
+from .privileges import privilege_findings
 from .slot import read_slot, split_table
+from .wal_safety import RECREATE_FLAG, wal_retention
 
-Level = Literal["ok", "warn", "error"]
+__all__ = ["Finding", "Level", "diagnose"]
+
 RETAINED_WAL_WARN_BYTES = 1 << 30
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One check's outcome; ``fix`` is the SQL (or step) that repairs it."""
-
-    level: Level
-    check: str
-    detail: str
-    fix: str = ""
 
 
 def diagnose(config: PipelineConfig) -> list[Finding]:
     """Run every check against the configured database."""
     with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
-        return [*_wal_level(conn), *_privileges(conn), *_replica_identity(conn, config),
-                *_slot(conn, config)]
+        return [*_wal_level(conn), *privilege_findings(conn, config),
+                *_replica_identity(conn, config),
+                *_slot(conn, config), *ddl_trigger_findings(conn)]
 
 
 def _wal_level(conn: psycopg.Connection[Any]) -> list[Finding]:
@@ -39,17 +34,6 @@ def _wal_level(conn: psycopg.Connection[Any]) -> list[Finding]:
         return [Finding("ok", "wal_level", "logical")]
     return [Finding("error", "wal_level", f"is {level!r}; logical replication needs 'logical'",
                     "ALTER SYSTEM SET wal_level = logical; -- then restart PostgreSQL")]
-
-
-def _privileges(conn: psycopg.Connection[Any]) -> list[Finding]:
-    row = conn.execute("SELECT rolsuper, rolreplication, current_user FROM pg_roles "
-                       "WHERE rolname = current_user").fetchone()
-    assert row is not None
-    superuser, replication, user = row
-    if superuser or replication:
-        return [Finding("ok", "privileges", f"role {user} may replicate")]
-    return [Finding("error", "privileges", f"role {user} lacks the REPLICATION attribute",
-                    f'ALTER ROLE "{user}" WITH REPLICATION;')]
 
 
 def _replica_identity(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding]:
@@ -92,15 +76,21 @@ def _slot(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding
     state = read_slot(conn, slot)
     if state is None:
         return [Finding("ok", "slot", f"{slot} does not exist yet; the capture creates it")]
-    detail = (f"{slot}: plugin={state.plugin} active={state.active} "
-              f"wal_status={state.wal_status} retained_wal={state.retained_bytes or 0} bytes")
+    retention = wal_retention(conn, state)
+    detail = f"{slot}: plugin={state.plugin} active={state.active} {retention.describe()}"
     if state.plugin != "pgoutput":
         return [Finding("error", "slot", detail, f"SELECT pg_drop_replication_slot('{slot}');")]
-    if state.wal_status == "lost":
-        return [Finding("error", "slot", detail + ": WAL it needed was removed",
-                        f"SELECT pg_drop_replication_slot('{slot}'); -- then restart the "
-                        "capture and re-snapshot the tables")]
-    if (state.retained_bytes or 0) > RETAINED_WAL_WARN_BYTES or state.wal_status == "unreserved":
-        return [Finding("warn", "slot", detail + ": the slot holds back a lot of WAL",
-                        "start the capture (or check why it is not advancing)")]
+    if retention.level == "error":
+        return [Finding("error", "slot", detail + ": WAL it needed was removed, changes were "
+                        "missed", f"cdc capture -c <pipeline.yaml> {RECREATE_FLAG} "
+                        "-- drops the slot, re-creates it and re-snapshots the tables")]
+    if retention.level == "warn":
+        return [Finding("warn", "slot", detail + ": close to max_slot_wal_keep_size; past it "
+                        "the slot is lost", "start the capture (or find why it does not "
+                        "advance: a stopped capture, a blocking consumer), or raise "
+                        "max_slot_wal_keep_size")]
+    if retention.limit_bytes is None and retention.retained_bytes > RETAINED_WAL_WARN_BYTES:
+        return [Finding("warn", "slot", detail + ": the slot holds back a lot of WAL and "
+                        "nothing limits it (the disk may fill)", "start the capture (or check "
+                        "why it is not advancing); consider max_slot_wal_keep_size")]
     return [Finding("ok", "slot", detail)]

@@ -14,7 +14,9 @@ import logging
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +24,24 @@ import psycopg
 
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
-from cdc.errors import ConfigError, ConfigProblem, SourceError
+from cdc.errors import SourceError
 from cdc.log import Log, StartAt
 
+from .ddl import DDL_PREFIX
+from .incremental import IncrementalSnapshots
+from .incremental_log import read_records
 from .lsn import format_lsn
-from .pgoutput import PgOutputDecoder
+from .pgoutput import Commit, PgOutputDecoder, StreamCommit
 from .replication import Keepalive, ReplicationConnection
 from .resume import ResumeFilter
 from .shapes import ShapeRegistry, versions_from_log
-from .slot import ensure_publication, ensure_slot, read_slot
+from .slot import (
+    check_slot_health,
+    drop_lost_slot,
+    ensure_publication,
+    ensure_slot,
+    read_slot,
+)
 from .snapshot import (
     mark_completed,
     mark_started,
@@ -38,6 +49,7 @@ from .snapshot import (
     run_initial_snapshot,
     snapshot_state,
 )
+from .source_checks import refuse_sql_ascii, source_address
 from .spool import StreamSpool
 from .transactions import TransactionAssembler
 
@@ -46,6 +58,7 @@ log = logging.getLogger(__name__)
 STATUS_EVERY_S = 10.0
 PROGRESS_EVERY_S = 10.0
 HEARTBEAT_PREFIX = "distributary.heartbeat"
+_TOPIC_OF = itemgetter(0)  # Record.topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +71,7 @@ class CaptureSettings:
     wal_budget_bytes: int = 1 << 30  # WAL a blocking consumer may make PostgreSQL keep
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
+    recreate_lost_slot: bool = False  # drop a lost slot, re-create it and re-snapshot
 
 
 @dataclass(slots=True)
@@ -69,6 +83,10 @@ class CaptureStats:
     server_lsn: int = 0
     sessions: int = 0
     skipped_on_resume: int = 0
+    streaming: bool = False  # a replication session is streaming (read by /healthz)
+    received_lsn: int = 0  # the server's WAL end as of the last change message
+    commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction appended
+    events_by_topic: Counter[str] = field(default_factory=Counter)  # streamed, per topic
 
 
 class Capture:
@@ -84,6 +102,9 @@ class Capture:
         self._next_block_check = 0.0
         self.snapshot_only_done = False
         self._blocked = False
+        self._seen_commit_ts_us = 0
+        self._incremental: IncrementalSnapshots | None = None
+        self._resnapshot = False
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
@@ -95,8 +116,13 @@ class Capture:
             except (SourceError, psycopg.OperationalError) as exc:
                 if time.monotonic() - started > 30:
                     delay = self.settings.backoff_initial_s
-                log.warning("replication interrupted: %s; reconnecting in %.1f s", exc, delay,
-                            extra={"slot": self.config.source.slot})
+                if self.stats.sessions == 0:  # never streamed: say where it tried to go
+                    log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
+                                "retrying in %.1f s", source_address(self.config.source.dsn),
+                                exc, delay, extra={"slot": self.config.source.slot})
+                else:
+                    log.warning("replication interrupted: %s; reconnecting in %.1f s", exc,
+                                delay, extra={"slot": self.config.source.slot})
                 stop.wait(delay)
                 delay = min(delay * 2, self.settings.backoff_max_s)
 
@@ -105,6 +131,7 @@ class Capture:
         source = self.config.source
         dsn = source.conninfo()
         with psycopg.connect(dsn, autocommit=True) as conn:
+            refuse_sql_ascii(conn)
             ensure_publication(conn, source.publication, source.tables)
             self._prepare_slot(conn, dsn)
         if self.snapshot_only_done:
@@ -120,11 +147,18 @@ class Capture:
             assembler = TransactionAssembler(
                 shapes, spool, source.database or "", f"{self.config.topic_prefix}.messages",
                 frozenset(source.messages_prefixes))
+            assembler.topic_of_prefix[DDL_PREFIX] = f"{self.config.topic_prefix}._ddl"
             resume = ResumeFilter(self.producer, self._existing_topics())
+            self._incremental = self._incremental_snapshots(dsn, shapes)
             repl.start(source.slot, [source.publication])
             decoder = PgOutputDecoder(2 if repl.server_version >= 140000 else 1)
+            self.stats.streaming = True
             self._stream(stop, repl, decoder, assembler, resume, catalog_conn)
         finally:
+            self.stats.streaming = False
+            if self._incremental is not None:
+                self._incremental.close()
+                self._incremental = None
             repl.close()
             spool.close()
             catalog_conn.close()
@@ -133,9 +167,9 @@ class Capture:
         """Create or check the slot; take the initial snapshot when the mode asks for it."""
         source, prefix = self.config.source, self.config.topic_prefix
         mode = source.snapshot
-        if mode == "always":
-            raise ConfigError([ConfigProblem("source.snapshot", "'always' is not supported "
-                                             "yet; use initial, initial_only or never")])
+        if self.settings.recreate_lost_slot and drop_lost_slot(conn, source.slot):
+            mode = "initial" if mode == "never" else mode  # the changes missed: re-read
+        self._resnapshot = mode == "always"  # an existing slot: incrementally, when streaming
         if mode == "never":
             ensure_slot(conn, dsn, source.slot)
             return
@@ -150,18 +184,31 @@ class Capture:
                         "an initial snapshot", source.slot)
 
         def snapshot(consistent_point: int, snapshot_name: str) -> None:
+            self._resnapshot = False
             mark_started(self.producer, prefix, source.slot, consistent_point)
             with psycopg.connect(dsn, autocommit=True) as catalog_conn:
                 shapes = ShapeRegistry(catalog_conn, prefix, self._known_schema_versions())
                 tables = published_tables(conn, source.publication, source.tables)
                 rows = run_initial_snapshot(dsn, snapshot_name, consistent_point,
                                             shapes=shapes, producer=self.producer,
-                                            tables=tables, database=source.database or "")
+                                            tables=tables, database=source.database or "",
+                                            workers=source.snapshot_parallel_tables)
             mark_completed(self.producer, prefix, source.slot, consistent_point, tables, rows)
             self.stats.events += rows
 
         ensure_slot(conn, dsn, source.slot, on_created=snapshot)
         self.snapshot_only_done = mode == "initial_only"
+
+    def _incremental_snapshots(self, dsn: str, shapes: ShapeRegistry) -> IncrementalSnapshots:
+        source, prefix = self.config.source, self.config.topic_prefix
+        incremental = IncrementalSnapshots.from_log(
+            read_records(self.log, prefix), dsn=dsn, prefix=prefix,
+            database=source.database or "", producer=self.producer, shapes=shapes,
+            publication=source.publication, new_tables=source.snapshot_new_tables)
+        if self._resnapshot:
+            self._resnapshot = False
+            incremental.request_all()
+        return incremental
 
     def _existing_topics(self) -> list[str]:
         prefix = f"{self.config.topic_prefix}."
@@ -191,6 +238,7 @@ class Capture:
         heartbeat = self.config.source.heartbeat_interval
         heartbeat_s = heartbeat.total_seconds() if heartbeat else None
         last_data = time.monotonic()
+        incremental = self._incremental
         while not stop.is_set():
             # group commit: while changes keep coming, gather them (up to batch_events
             # or batch_max_age_s); flush as soon as the stream pauses for batch_delay_s
@@ -215,9 +263,16 @@ class Capture:
                     self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
             else:
                 last_data = now
+                self.stats.received_lsn = message.end_lsn  # the server's WAL end as sent
                 if not assembler.ready:
                     batch_started = now
-                assembler.feed(decoder.decode(message.payload), message.start_lsn)
+                decoded = decoder.decode(message.payload)
+                assembler.feed(decoded, message.start_lsn)
+                if incremental is not None and incremental.observe(decoded):
+                    self._flush(repl, assembler, resume)  # what came before, first
+                    incremental.handle(decoded)
+                if type(decoded) is Commit or type(decoded) is StreamCommit:
+                    self._seen_commit_ts_us = decoded.commit_ts
                 if assembler.idle and message.end_lsn > assembler.ack_lsn \
                         and not assembler.ready:
                     assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message
@@ -229,9 +284,12 @@ class Capture:
                     self._flush(repl, assembler, resume)
             if now >= next_status:
                 next_status = now + STATUS_EVERY_S
+                check_slot_health(catalog_conn, self.config.source.slot)
                 if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:
                     self._acknowledge(repl, assembler.ack_lsn, reply=False)
                 self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
+            if incremental is not None:
+                incremental.tick()  # the next chunk of an incremental snapshot
             if now >= next_progress:
                 next_progress = now + PROGRESS_EVERY_S
                 log.info("capture at %s: %d events, acknowledged %s",
@@ -274,12 +332,16 @@ class Capture:
                resume: ResumeFilter) -> None:
         records = assembler.ready
         assembler.ready = []
+        if self._incremental is not None:
+            self._incremental.observe_records(records)
         fresh = resume.fresh(records)
         self.stats.skipped_on_resume += len(records) - len(fresh)
         if fresh:
             crash_point("before_append")
             self.producer.append(fresh)  # durable when it returns
             self.stats.events += len(fresh)
+            self.stats.events_by_topic.update(map(_TOPIC_OF, fresh))
+        self.stats.commit_ts_us = self._seen_commit_ts_us
         crash_point("after_append")
         self._acknowledge(repl, assembler.ack_lsn, reply=False)
 

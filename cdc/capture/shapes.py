@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import orjson
 import psycopg
@@ -20,18 +21,37 @@ log = logging.getLogger(__name__)
 Signature = tuple[tuple[str, int, int, bool], ...]
 
 
+class KnownSchema(NamedTuple):
+    """The latest schema version recorded for a table name, and the relation it was of."""
+
+    version: int
+    signature: Signature
+    relation_oid: int | None = None  # None: recorded before schema records carried it
+
+
 class ShapeRegistry:
     """Relation oid → TableShape, with a schema version per table that grows whenever
     a Relation message brings different columns. Changes become records on the schema
-    topic, so a reader of an old segment knows its columns."""
+    topic, so a reader of an old segment knows its columns.
+
+    Events are routed by name (``<prefix>.<schema>.<table>``), as the Relation message
+    names the table *now*: after ``ALTER TABLE … RENAME TO`` the same relation's events
+    go to the new name's topic. Its first schema record there says ``renamed_from`` and
+    goes on with the old name's numbering, so versions of one relation only grow. A table
+    dropped and created again under the same name is a new relation: a new version.
+    """
 
     def __init__(self, catalog_conn: psycopg.Connection[Any], topic_prefix: str,
-                 known_versions: dict[str, tuple[int, Signature]] | None = None) -> None:
+                 known_versions: Mapping[str, KnownSchema] | None = None) -> None:
         self._conn = catalog_conn
         self._prefix = topic_prefix
         self.catalog = TypeCatalog()
         self._shapes: dict[int, TableShape] = {}
-        self._versions: dict[str, tuple[int, Signature]] = dict(known_versions or {})
+        self._versions: dict[str, KnownSchema] = dict(known_versions or {})
+        self._names: dict[int, str] = {}  # relation oid → the name it had last
+        for table, known in sorted(self._versions.items(), key=lambda item: item[1].version):
+            if known.relation_oid is not None:
+                self._names[known.relation_oid] = table
         self.schema_topic = f"{topic_prefix}._schemas"
 
     def get(self, oid: int) -> TableShape:
@@ -48,13 +68,23 @@ class ShapeRegistry:
         table = f"{relation.namespace}.{relation.name}"
         signature: Signature = tuple((c.name, c.type_oid, c.type_modifier, c.key)
                                      for c in relation.columns)
-        version, known = self._versions.get(table, (0, ()))
+        known = self._versions.get(table, KnownSchema(0, ()))
+        previous_name = self._names.get(relation.oid)
+        renamed_from = previous_name if previous_name not in (None, table) else None
         record = None
-        if signature != known:
-            version += 1
-            self._versions[table] = (version, signature)
-            record = self._schema_record(relation, table, version, key_override)
+        if signature != known.signature or renamed_from is not None \
+                or known.relation_oid not in (None, relation.oid):
+            version = known.version + 1
+            if renamed_from is not None:
+                version = max(version, self._versions[renamed_from].version + 1)
+                log.info("%s was renamed to %s: its events go to the new name's topic",
+                         renamed_from, table)
+            self._versions[table] = KnownSchema(version, signature, relation.oid)
+            record = self._schema_record(relation, table, version, key_override, renamed_from)
             log.info("schema version %d of %s", version, table)
+        else:
+            version = known.version
+        self._names[relation.oid] = table
         topic = f"{self._prefix}.{relation.namespace}.{relation.name}"
         self._shapes[relation.oid] = TableShape.of(
             relation, topic, self.catalog.codecs_for(oids), key_override, version)
@@ -65,7 +95,7 @@ class ShapeRegistry:
         self.catalog.reload(self._conn, oid)
 
     def _schema_record(self, relation: Relation, table: str, version: int,
-                       key_override: list[str] | None) -> Record:
+                       key_override: list[str] | None, renamed_from: str | None) -> Record:
         columns = [{"name": c.name, "type_oid": c.type_oid, "type_modifier": c.type_modifier,
                     "type": self._type_name(c.type_oid),
                     "key": (c.name in key_override) if key_override else c.key,
@@ -73,7 +103,8 @@ class ShapeRegistry:
                    for c in relation.columns]
         value = orjson.dumps({"schema": relation.namespace, "table": relation.name,
                               "schema_version": version, "columns": columns,
-                              "replica_identity": relation.replica_identity})
+                              "replica_identity": relation.replica_identity,
+                              "relation_oid": relation.oid, "renamed_from": renamed_from})
         return Record(self.schema_topic, orjson.dumps(table), value)
 
     def _type_name(self, oid: int) -> str:
@@ -81,13 +112,17 @@ class ShapeRegistry:
         return f"{info.namespace}.{info.name}" if info is not None else str(oid)
 
 
-def versions_from_log(records: list[tuple[bytes, bytes]]) -> dict[str, tuple[int, Signature]]:
-    """Rebuild the latest version and signature per table from schema-topic records."""
-    versions: dict[str, tuple[int, Signature]] = {}
+def versions_from_log(records: list[tuple[bytes, bytes]]) -> dict[str, KnownSchema]:
+    """Rebuild the latest version, signature and relation per table from schema-topic
+    records (in log order)."""
+    versions: dict[str, KnownSchema] = {}
     for key, value in records:
         data = orjson.loads(value)
         signature: Signature = tuple((c["name"], c["type_oid"], c["type_modifier"],
                                       bool(c.get("flag_key", c["key"])))
                                      for c in data["columns"])
-        versions[orjson.loads(key)] = (data["schema_version"], signature)
+        table = orjson.loads(key)
+        if data["schema_version"] >= versions.get(table, KnownSchema(0, ())).version:
+            versions[table] = KnownSchema(data["schema_version"], signature,
+                                          data.get("relation_oid"))
     return versions

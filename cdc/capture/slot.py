@@ -12,8 +12,10 @@ from psycopg import sql
 
 from cdc.errors import SourceError
 
+from .findings import MissingPrivilegeError
 from .lsn import parse_lsn
 from .replication import ReplicationConnection
+from .wal_safety import SlotLostError, wal_retention
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ class SlotState:
     confirmed_flush_lsn: int | None
     wal_status: str | None
     retained_bytes: int | None
+    safe_wal_bytes: int | None = None  # WAL that may still be written before it is lost
 
 
 def split_table(name: str) -> tuple[str, str]:
@@ -42,13 +45,14 @@ def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
     """The slot's state, or None when it does not exist."""
     row = conn.execute(
         "SELECT slot_name, plugin, database, active, active_pid, confirmed_flush_lsn::text,"
-        " wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint"
-        " FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
+        " wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint,"
+        " safe_wal_size FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
     if row is None:
         return None
     return SlotState(row[0], row[1], row[2], bool(row[3]), row[4],
                      parse_lsn(row[5]) if row[5] else None, row[6],
-                     int(row[7]) if row[7] is not None else None)
+                     int(row[7]) if row[7] is not None else None,
+                     int(row[8]) if row[8] is not None else None)
 
 
 def ensure_publication(conn: psycopg.Connection[Any], publication: str,
@@ -60,8 +64,10 @@ def ensure_publication(conn: psycopg.Connection[Any], publication: str,
     if row is None:
         target = (sql.SQL("FOR TABLE {}").format(sql.SQL(", ").join(names)) if names
                   else sql.SQL("FOR ALL TABLES"))
-        conn.execute(sql.SQL("CREATE PUBLICATION {} {} WITH (publish_via_partition_root = true)")
-                     .format(sql.Identifier(publication), target))
+        create = sql.SQL("CREATE PUBLICATION {} {} WITH (publish_via_partition_root = true)"
+                         ).format(sql.Identifier(publication), target)
+        _as_admin_if_denied(conn, create, f"publication {publication!r} does not exist and "
+                            "this role may not create it")
         log.info("created publication %s", publication)
         return
     if row[0] or not tables:
@@ -71,9 +77,23 @@ def ensure_publication(conn: psycopg.Connection[Any], publication: str,
         (publication,)).fetchall()}
     missing = [t for t in tables if ".".join(split_table(t)) not in present]
     for table in missing:
-        conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
-            sql.Identifier(publication), sql.Identifier(*split_table(table))))
+        alter = sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
+            sql.Identifier(publication), sql.Identifier(*split_table(table)))
+        _as_admin_if_denied(conn, alter, f"publication {publication!r} lacks {table} and "
+                            "this role may not add it")
         log.info("added %s to publication %s", table, publication)
+
+
+def _as_admin_if_denied(conn: psycopg.Connection[Any], statement: sql.Composed,
+                        problem: str) -> None:
+    """Run ``statement``; if the role may not, say which statement an admin should run."""
+    try:
+        conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise MissingPrivilegeError(
+            f"{problem} ({exc.diag.message_primary}). Ask an admin to run: "
+            f"{statement.as_string(conn)}; ('cdc doctor' lists every missing privilege)"
+        ) from None
 
 
 def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
@@ -100,13 +120,36 @@ def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
         raise SourceError(f"slot {slot!r} belongs to database {state.database!r}, not "
                           f"{dbname!r}; configure another slot name")
     if state.wal_status == "lost":
-        raise SourceError(f"slot {slot!r} lost WAL it needed (wal_status=lost): changes were "
-                          "missed. Recover: drop the slot, let the capture re-create it and "
-                          "re-snapshot (cdc snapshot)")
+        raise SlotLostError(slot)
     if state.active and state.active_pid is not None:
         raise SourceError(f"slot {slot!r} is in use by another process (pid "
                           f"{state.active_pid}); only one capture may read a slot")
     return state
+
+
+def drop_lost_slot(conn: psycopg.Connection[Any], slot: str) -> bool:
+    """Drop ``slot`` if it is lost (``--recreate-lost-slot``); True when it was dropped."""
+    state = read_slot(conn, slot)
+    if state is None or state.wal_status != "lost":
+        return False
+    conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+    log.warning("dropped lost replication slot %s: a new slot is created and the tables "
+                "are snapshotted again", slot, extra={"slot": slot})
+    return True
+
+
+def check_slot_health(conn: psycopg.Connection[Any], slot: str) -> None:
+    """While streaming: raise ``SlotLostError`` if the slot was invalidated, log a warning
+    when it holds back WAL close to ``max_slot_wal_keep_size``."""
+    state = read_slot(conn, slot)
+    if state is None:
+        raise SourceError(f"replication slot {slot!r} disappeared while streaming")
+    retention = wal_retention(conn, state)
+    if retention.level == "error":
+        raise SlotLostError(slot)
+    if retention.level == "warn":
+        log.warning("replication slot %s is close to losing WAL: %s", slot,
+                    retention.describe(), extra={"slot": slot})
 
 
 def primary_key(conn: psycopg.Connection[Any], relation_oid: int) -> list[str]:

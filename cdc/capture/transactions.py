@@ -74,6 +74,7 @@ class TransactionAssembler:
     message_prefixes: frozenset[str]
     ready: list[Record] = field(default_factory=list)
     ack_lsn: int = 0
+    topic_of_prefix: dict[str, str] = field(default_factory=dict)  # message prefix → topic
     _open: _OpenTransaction | None = None
     _stream_xid: int | None = None
     _db_json: bytes = b"null"
@@ -185,12 +186,14 @@ class TransactionAssembler:
         self._stream_xid = None
 
     def _logical_message(self, message: LogicalMessage, wal_lsn: int) -> None:
-        if message.prefix not in self.message_prefixes:
+        topic = self.topic_of_prefix.get(message.prefix)  # e.g. DDL text → <prefix>._ddl
+        if topic is None and message.prefix not in self.message_prefixes:
             return
-        event = message_event(self.messages_topic, message.prefix, message.content,
+        event = message_event(topic or self.messages_topic, message.prefix, message.content,
                               message.transactional, wal_lsn)
-        if message.transactional and self._open is not None:
-            self._emit([event], None)
+        in_stream = message.xid is not None and self._stream_xid is not None
+        if message.transactional and (self._open is not None or in_stream):
+            self._emit([event], message.xid)  # spooled with its streamed transaction
         else:
             commit = CommitInfo(self._db_json, message.lsn, 0, "")
             self.ready.append(Record(event.topic, event.key, complete(event, commit, 0),

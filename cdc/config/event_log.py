@@ -82,6 +82,12 @@ class LogConfig(ConfigModel):
         if self.backend == "file" and self.bootstrap_servers:
             problems.append((("bootstrap_servers",), "only used when backend is 'kafka'; "
                              "remove it or set backend: kafka", None))
+        size = self.retention.size
+        if self.backend == "file" and size is not None and size < self.segment_bytes:
+            problems.append((("retention", "size"), f"smaller than segment_bytes "
+                             f"({self.segment_bytes} bytes): retention keeps whole segments, so "
+                             "it could never hold to this; raise it or lower segment_bytes",
+                             size))
         if problems:
             raise_field_problems("LogConfig", problems)
         return self

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator
 
-from cdc.config.base import ConfigModel, raise_field_problems
+from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.connector import ConnectorConfig, duplicate_names
 from cdc.config.event_log import LogConfig
-from cdc.config.fields import ScalarText
+from cdc.config.fields import Duration, ScalarText
 from cdc.config.source import SourceConfig
 
 
@@ -20,6 +22,44 @@ def _spark_key(key: str) -> str:
     return key
 
 
+_AGGREGATE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,99}")
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+_QUERY_STARTS = ("select", "with", "from", "table", "values", "(")
+
+
+def _aggregate_name(value: str) -> str:
+    if not _AGGREGATE_NAME.fullmatch(value):
+        raise ValueError("expected a lowercase name of letters, digits and '_' (at most 100), "
+                         "like 'orders_per_customer_day'; it names the output directory")
+    return value
+
+
+def _aggregate_sql(value: str) -> str:
+    query = value.strip().rstrip(";").rstrip()
+    body = _LEADING_COMMENTS.sub("", query)
+    if not body:
+        raise ValueError("expected a Spark SQL query, like \"SELECT customer_id, count(*) AS "
+                         "orders FROM orders GROUP BY customer_id\"")
+    if not body.lower().startswith(_QUERY_STARTS):
+        raise ValueError("expected one query starting with SELECT, WITH, FROM, TABLE or "
+                         "VALUES (an aggregate only reads the materialized tables)")
+    return query
+
+
+class AggregateConfig(ConfigModel):
+    """A derived dataset: one Spark SQL query over the materialized tables.
+
+    Each table is a temporary view named `schema.table` (write it in backticks) and, when
+    no other schema has a table of that name, plain table.
+    """
+
+    name: Annotated[str, AfterValidator(_aggregate_name)] = Field(
+        description="the dataset's name: `<output_path>/aggregates/<name>`")
+    sql: Annotated[str, AfterValidator(_aggregate_sql)] = Field(
+        description="a Spark SQL query, like \"SELECT customer_id, count(*) AS orders FROM "
+        "`public.orders` GROUP BY customer_id\"")
+
+
 class SparkConfig(ConfigModel):
     """Where the PySpark jobs run and write."""
 
@@ -27,13 +67,40 @@ class SparkConfig(ConfigModel):
     output_path: Path = Field(default=Path(".data/spark"), description="where jobs write datasets")
     conf: dict[Annotated[str, AfterValidator(_spark_key)], ScalarText] = Field(
         default_factory=dict, description="extra Spark settings, e.g. spark.driver.memory: 2g")
+    aggregates: tuple[AggregateConfig, ...] = Field(
+        default=(), description="derived datasets `cdc replay aggregates` computes with Spark "
+        "SQL over the materialized tables, each written as Parquet to "
+        "`<output_path>/aggregates/<name>`")
+
+    @field_validator("aggregates")
+    @classmethod
+    def _unique_aggregates(cls, aggregates: tuple[AggregateConfig, ...]
+                           ) -> tuple[AggregateConfig, ...]:
+        first: dict[str, int] = {}
+        problems: list[tuple[Loc, str, object]] = []
+        for index, aggregate in enumerate(aggregates):
+            if aggregate.name in first:
+                problems.append(((index, "name"), f"{aggregate.name!r} is already the name of "
+                                 f"aggregates[{first[aggregate.name]}]; names must be unique",
+                                 aggregate.name))
+            first.setdefault(aggregate.name, index)
+        if problems:
+            raise_field_problems("SparkConfig", problems)
+        return aggregates
 
 
 class MetricsConfig(ConfigModel):
-    """Where the Prometheus metrics endpoint listens."""
+    """Where the observability endpoint (/metrics, /healthz, the status page) listens."""
 
-    host: str = Field(default="127.0.0.1", description="the address to bind")
+    host: str = Field(default="127.0.0.1", description="the address to bind; the default "
+                      "keeps the endpoint on this machine")
     port: int = Field(ge=1, le=65535, description="the TCP port to bind")
+    token: SecretStr | None = Field(
+        default=None, description="a bearer token every request must send (Authorization: "
+        "Bearer <token>), or use token_file; null: no token")
+    sample_interval: Duration = Field(
+        default=timedelta(seconds=2), description="how often the status page's samples and "
+        "the slot's retained WAL are taken")
 
 
 DEAD_LETTER_INFIX = "dlq"

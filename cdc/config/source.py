@@ -27,7 +27,14 @@ class SourceConfig(ConfigModel):
         default=(), description="'schema.table' names to capture; empty means every table")
     snapshot: SnapshotMode = Field(
         default="initial", description="initial: snapshot once, then stream; never: stream only; "
-        "always: snapshot at every start; initial_only: snapshot, then stop")
+        "always: snapshot at every start (incrementally, while streaming, once the slot "
+        "exists); initial_only: snapshot, then stop")
+    snapshot_new_tables: bool = Field(
+        default=True, description="snapshot a table that joins the publication later "
+        "(incrementally, while streaming continues)")
+    snapshot_parallel_tables: int | None = Field(
+        default=None, ge=1, le=64, description="tables the initial snapshot reads at once "
+        "(each on its own connection); null: one per CPU")
     heartbeat_interval: Duration | None = Field(
         default=timedelta(seconds=10), description="how often to advance an idle slot; null: never")
     messages_prefixes: tuple[str, ...] = Field(

@@ -21,7 +21,13 @@ from . import compare, resources, shop
 from .cdc_process import CdcRun, cdc_run
 from .display import DemoView, snapshot
 from .pipeline_file import TOPIC_PREFIX, DemoServers, read_pipeline, write_pipeline
-from .spark_step import local_spark, orders_per_customer, read_output, run_spark_job
+from .spark_step import (
+    demo_aggregate,
+    local_spark,
+    orders_per_customer,
+    read_output,
+    run_spark_job,
+)
 from .workload import ShopWorkload
 
 
@@ -69,7 +75,8 @@ def run_demo(dsn: str, redis_url: str, opensearch_url: str, *, duration: float =
         if spark is None:
             spark = stack.enter_context(local_spark(workdir))
         console.print("[bold]demo[/]: Spark job: materialize tables and orders per customer")
-        written = run_spark_job(spark, log_root, TOPIC_PREFIX, workdir / "spark")
+        written = run_spark_job(spark, log_root, TOPIC_PREFIX, workdir / "spark",
+                                demo_aggregate(read_pipeline(config_path)))
         want = shop.read_postgres(db)
         tables, counts = read_output(spark, written)
         for table in shop.TABLES:

@@ -1,5 +1,7 @@
-"""The demo's Spark job: materialize each shop table from the log, plus orders per
-customer, as Parquet; then read the output back for the comparison."""
+"""The demo's Spark job: materialize each shop table from the log, plus the aggregate
+``orders_per_customer`` that ``compose/pipeline.yaml`` declares (``spark.aggregates``,
+run by the ``cdc replay aggregates`` code), as Parquet; then read the output back for
+the comparison."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ from typing import Any
 
 import sqlalchemy as sa
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from cdc.config import PipelineConfig
+from cdc.config.models import AggregateConfig
+from spark_pipelines.aggregates import register_parquet_tables, run_aggregate
 from spark_pipelines.materialize import materialize_table
 
 from . import shop
@@ -46,19 +50,28 @@ def local_spark(workdir: Path) -> Iterator[SparkSession]:
         session.stop()
 
 
+def demo_aggregate(config: PipelineConfig) -> AggregateConfig:
+    """The aggregate the demo checks, as the pipeline file declares it."""
+    for aggregate in config.spark.aggregates:
+        if aggregate.name == AGGREGATE:
+            return aggregate
+    raise ValueError(f"spark.aggregates: the demo needs one named {AGGREGATE!r} "
+                     "(see compose/pipeline.yaml)")
+
+
 def run_spark_job(spark: SparkSession, log_root: Path, topic_prefix: str,
-                  output: Path) -> dict[str, Path]:
-    """Write ``<output>/<table>`` for every shop table and ``<output>/orders_per_customer``."""
+                  output: Path, aggregate: AggregateConfig) -> dict[str, Path]:
+    """Write ``<output>/<table>`` for every shop table and ``<output>/aggregates/<name>``
+    for ``aggregate`` (over the tables as views ``public.<table>`` and ``<table>``)."""
     written: dict[str, Path] = {}
     for table in shop.TABLES:
         frame = materialize_table(spark, log_root, f"{topic_prefix}.public.{table.name}",
                                   spark_schema(table))
         written[table.name] = output / table.name
         frame.write.mode("overwrite").parquet(str(written[table.name]))
-    orders = spark.read.parquet(str(written["orders"]))
-    written[AGGREGATE] = output / AGGREGATE
-    (orders.groupBy("customer_id").agg(F.count("*").alias("orders"))
-     .write.mode("overwrite").parquet(str(written[AGGREGATE])))
+    views = register_parquet_tables(spark, {f"public.{table.name}": written[table.name]
+                                            for table in shop.TABLES})
+    written[AGGREGATE] = Path(run_aggregate(spark, aggregate, output, views).path)
     return written
 
 

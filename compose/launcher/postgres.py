@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -33,20 +34,40 @@ def postgres_bin_dir() -> Path:
                       "'postgresql' (make setup does) or set DISTRIBUTARY_PG_BIN")
 
 
+@dataclass(frozen=True, slots=True)
+class ServerTls:
+    """PEM files for ``ssl = on``: the server's certificate and key (copied into the
+    cluster, readable by the server only); with ``ca_file``, the roles in
+    ``cert_auth_roles`` log in with a client certificate signed by that CA (CN = role)."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path | None = None
+    cert_auth_roles: tuple[str, ...] = ()
+
+
 class PostgresServer(LocalServer):
     """A PostgreSQL cluster with ``wal_level=logical`` on a free loopback port.
 
     Run as root, the cluster belongs to (and the server runs as) the ``postgres`` user.
     ``durable=False`` turns fsync off: right for tests, wrong for benchmarks.
+    ``wal_segment_mb`` sets initdb's WAL segment size (1 makes WAL limits testable);
+    ``tls`` turns SSL on; ``password_auth`` makes every role but ``postgres`` log in over
+    TCP with a SCRAM password (``postgres`` itself stays trusted, for ``dsn()``).
     """
 
     name = "postgres"
 
-    def __init__(self, *, durable: bool = False, settings: dict[str, str] | None = None) -> None:
+    def __init__(self, *, durable: bool = False, settings: dict[str, str] | None = None,
+                 wal_segment_mb: int | None = None, tls: ServerTls | None = None,
+                 password_auth: bool = False) -> None:
         super().__init__()
         self.port = free_port()
         self.durable = durable
         self.extra_settings = settings or {}
+        self.wal_segment_mb = wal_segment_mb
+        self.tls = tls
+        self.password_auth = password_auth
         self.bin = postgres_bin_dir()
         self._user = _SERVER_USER if os.geteuid() == 0 else None
 
@@ -62,9 +83,10 @@ class PostgresServer(LocalServer):
         if self._user is not None:
             entry = pwd.getpwnam(self._user)
             os.chown(self.workdir, entry.pw_uid, entry.pw_gid)
+        segment = [f"--wal-segsize={self.wal_segment_mb}"] if self.wal_segment_mb else []
         run_checked([str(self.bin / "initdb"), "-D", str(self.datadir), "-U", "postgres",
-                     "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"],
-                    what="initdb", user=self._user)
+                     "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync",
+                     *segment], what="initdb", user=self._user)
         self._write_settings()
         self._spawn([str(self.bin / "postgres"), "-D", str(self.datadir)], user=self._user)
         wait_until(self._accepts_connections, timeout=60, what="postgres", alive=self._alive)
@@ -86,6 +108,7 @@ class PostgresServer(LocalServer):
             "synchronous_commit": "on",
             "full_page_writes": "on" if self.durable else "off",
         }
+        settings.update(self._tls_settings())
         settings.update(self.extra_settings)
         conf = self.datadir / "postgresql.conf"
         with conf.open("a") as out:
@@ -93,10 +116,37 @@ class PostgresServer(LocalServer):
             for key, value in settings.items():
                 out.write(f"{key} = {value}\n")
         hba = self.datadir / "pg_hba.conf"
+        others = "scram-sha-256" if self.password_auth else "trust"
+        by_cert = "".join(f"hostssl {db} {role} {LOOPBACK}/32 cert\n"
+                          for role in (self.tls.cert_auth_roles if self.tls else ())
+                          for db in ("all", "replication"))
         hba.write_text(
-            "local all all trust\nlocal replication all trust\n"
-            f"host all all {LOOPBACK}/32 trust\nhost replication all {LOOPBACK}/32 trust\n"
+            by_cert + "local all all trust\nlocal replication all trust\n"
+            f"host all postgres {LOOPBACK}/32 trust\n"
+            f"host replication postgres {LOOPBACK}/32 trust\n"
+            f"host all all {LOOPBACK}/32 {others}\nhost replication all {LOOPBACK}/32 {others}\n"
         )
+
+    def _tls_settings(self) -> dict[str, str]:
+        if self.tls is None:
+            return {}
+        copies = {}
+        files = [("server.crt", self.tls.cert_file), ("server.key", self.tls.key_file)]
+        if self.tls.ca_file is not None:
+            files.append(("root.crt", self.tls.ca_file))
+        for name, source in files:
+            target = self.datadir / name
+            shutil.copyfile(source, target)
+            target.chmod(0o600)
+            if self._user is not None:
+                entry = pwd.getpwnam(self._user)
+                os.chown(target, entry.pw_uid, entry.pw_gid)
+            copies[name] = target
+        settings = {"ssl": "on", "ssl_cert_file": f"'{copies['server.crt']}'",
+                    "ssl_key_file": f"'{copies['server.key']}'"}
+        if "root.crt" in copies:
+            settings["ssl_ca_file"] = f"'{copies['root.crt']}'"
+        return settings
 
     def _accepts_connections(self) -> bool:
         try:

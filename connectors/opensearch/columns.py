@@ -1,8 +1,11 @@
 """Column types from the capture's schema topic ``<prefix>._schemas``, for exact mappings.
 
 The capture records each table's columns (name, PostgreSQL type) as a new schema version
-whenever they change. The sink reads the topic from the start when it meets a table, or
-a schema version, it has not seen, at most once per ``reread_interval`` seconds.
+whenever they change, in the same append as (and before) the first event of that version.
+So the sink reads the topic again at once when it meets a schema version newer than it
+knows (a column was just added: its mapping must come from its type, not from a guess at
+its first value); a version it still cannot find is looked for again at most once per
+``reread_interval`` seconds.
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ class SchemaTopicColumns:
         self._reread_interval = reread_interval
         self._tables: dict[str, tuple[int, dict[str, str]]] = {}
         self._read_at = float("-inf")
+        self._looked_for: dict[str, int] = {}  # table → the newest version read for
 
     def __call__(self, schema: str, table: str, version: int) -> Mapping[str, str] | None:
         name = f"{schema}.{table}"
         known = self._tables.get(name)
-        if (known is None or known[0] < version) and \
-                time.monotonic() - self._read_at >= self._reread_interval:
+        if (known is None or known[0] < version) and (
+                version > self._looked_for.get(name, -1)
+                or time.monotonic() - self._read_at >= self._reread_interval):
+            self._looked_for[name] = max(version, self._looked_for.get(name, -1))
             self._read()
             known = self._tables.get(name)
         return known[1] if known is not None else None

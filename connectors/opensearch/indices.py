@@ -6,7 +6,10 @@ A truncate creates ``<base>-<n+1>`` with the same mappings and settings, moves t
 in one atomic ``_aliases`` call, then deletes the old index: readers never see a
 half-empty index, and the work is three requests whatever the table's size. The new
 index records the truncate's version in ``_meta.distributary.truncate_version``; writes
-older than it are skipped, and replaying the truncate itself does nothing.
+older than it are skipped, and replaying the truncate itself does nothing. Documents
+written at a newer version than the truncate (their events sit in other partitions than
+the truncate's and were applied first) are copied into the new index before the swap
+(one ``_reindex`` that skips every older document).
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ class IndexCatalog:
 
     def truncate(self, state: IndexState, version: int) -> IndexState:
         """Empty the alias's index by a swap to a new empty one (see the module docstring)."""
-        old = state.index
+        behind = self._load(state.alias, state.base)  # a rebuild may have moved the alias
+        old = behind.index if behind is not None else state.index
         try:
             current = self._client.indices.get(index=old)[old]
             settings = {name: value for name, value in current["settings"]["index"].items()
@@ -90,6 +94,7 @@ class IndexCatalog:
             self._states.pop(state.alias, None)
             raise translate(exc, f"truncating {state.alias} (creating its new index)") from exc
         try:
+            self._keep_newer_documents(old, new, version)
             self._client.indices.update_aliases(body={"actions": [
                 {"remove": {"index": old, "alias": state.alias}},
                 {"add": {"index": new, "alias": state.alias, "is_write_index": True}}]})
@@ -104,6 +109,18 @@ class IndexCatalog:
                              version)
         self._states[state.alias] = swapped
         return swapped
+
+    def _keep_newer_documents(self, old: str, new: str, version: int) -> None:
+        """Copy the documents written at a version after the truncate's into ``new``: their
+        events sit in other partitions than the truncate's and were applied first."""
+        self._client.indices.refresh(index=old)  # _reindex reads by search: see every write
+        self._client.reindex(body={
+            "conflicts": "proceed",
+            "source": {"index": old},
+            "dest": {"index": new, "version_type": "external"},
+            "script": {"lang": "painless", "params": {"truncated": version},
+                       "source": "if (ctx._version <= params.truncated) { ctx.op = 'noop' }"},
+        }, refresh=True, wait_for_completion=True, request_timeout=600)
 
     def _delete_quietly(self, index: str) -> None:
         """Delete an index no alias points at; one left behind is logged, not fatal."""

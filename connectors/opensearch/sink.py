@@ -29,6 +29,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
@@ -85,7 +86,8 @@ class OpenSearchSink:
             client.info()
         except TransportError as exc:
             client.close()
-            raise translate(exc, "connecting") from exc
+            raise translate(exc, f"connecting to {_addresses(config.hosts)} "
+                                 "(config.hosts)") from exc
         self._client = client
         self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()))
 
@@ -213,6 +215,12 @@ class OpenSearchSink:
             found = client.mget(body={"docs": docs}, realtime=True)
         except TransportError as exc:
             raise unavailable(exc, f"reading {len(docs)} stored documents") from exc
+        failed = [doc for doc in found["docs"] if doc.get("error")]
+        if failed:  # e.g. a shard not yet recovered after a restart: not "not found"
+            error = failed[0]["error"]
+            kind = error.get("type") if isinstance(error, dict) else error
+            raise SinkUnavailableError(f"OpenSearch could not read {len(failed)} of {len(docs)} "
+                                       f"stored documents ({kind})")
         return {(alias, doc["_id"]): doc["_source"]
                 for (alias, _), doc in zip(sorted(wanted), found["docs"], strict=True)
                 if doc.get("found")}
@@ -241,6 +249,12 @@ class OpenSearchSink:
             return columns
         return {name: type_name for column, type_name in columns.items()
                 if (name := change.view.field_of(column)) is not None}
+
+
+def _addresses(hosts: Sequence[Any]) -> str:
+    """The hosts as ``host:port``, without credentials or paths."""
+    parts = [urlsplit(str(host)) for host in hosts]
+    return ", ".join(f"{part.hostname}:{part.port or 9200}" for part in parts)
 
 
 def create(config: OpenSearchSinkConfig, context: object) -> OpenSearchSink:

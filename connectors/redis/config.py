@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from cdc.config import (
     ConfigModel,
+    DataSize,
     Duration,
     Loc,
     RetentionTime,
@@ -44,6 +45,10 @@ class RedisSinkConfig(ConfigModel):
     tombstone_retention: RetentionTime = Field(
         default=timedelta(days=7), description="how long a deleted row's version is kept, so "
         "a replayed older write cannot bring the row back; 'forever' keeps it")
+    max_value_bytes: DataSize = Field(
+        default=512 * 1024**2, description="a row whose value (or one hash field) is larger "
+        "goes to the dead-letter topic; keep it at most Redis's proto-max-bulk-len (512MB "
+        "by default), which refuses larger values by dropping the connection")
     timeout: Duration = Field(default=timedelta(seconds=5),
                               description="connect and per-command timeout")
     views: tuple[ViewDefinition, ...] = Field(
@@ -56,6 +61,9 @@ class RedisSinkConfig(ConfigModel):
         if self.password is not None and urlsplit(self.url).password:
             problems.append((("password",), "the URL already contains a password; give it in "
                              "one place", None))
+        if self.mode == "invalidate" and self.ttl is not None:
+            problems.append((("ttl",), "only used when mode is 'upsert' (invalidate writes no "
+                             "values to expire); remove it or set mode: upsert", None))
         templates: dict[tuple[str, str], int] = {}
         for number, view in enumerate(self.views):
             template = view.key_template or self.key_template

@@ -52,4 +52,7 @@ def unavailable(exc: RedisError, doing: str) -> SinkUnavailableError:
 
 def rejection_reason(exc: RedisError) -> str:
     """Why Redis refused one event's command."""
-    return f"Redis refused the write: {str(exc)[:500]}"
+    reason = f"Redis refused the write: {str(exc)[:500]}"
+    if "invalid bulk length" in str(exc):
+        reason += " (the value is larger than this Redis accepts (proto-max-bulk-len))"
+    return reason

@@ -92,6 +92,26 @@ set_version()
 return 1
 """
 
+UNLINK_NOT_NEWER = """
+-- truncate: unlink each of KEYS (value or version keys) unless its row's version
+-- (ARGV[2] .. key for a value key) is newer than the truncate's version ARGV[1]
+local function older(a, b)
+  local a_high, b_high = tonumber(string.sub(a, 1, 10)), tonumber(string.sub(b, 1, 10))
+  if a_high ~= b_high then return a_high < b_high end
+  return tonumber(string.sub(a, 11)) < tonumber(string.sub(b, 11))
+end
+local deleted = 0
+for _, key in ipairs(KEYS) do
+  local version_key = key
+  if string.sub(key, 1, #ARGV[2]) ~= ARGV[2] then version_key = ARGV[2] .. key end
+  local stored = redis.call('GET', version_key)
+  if not stored or not older(ARGV[1], stored) then
+    deleted = deleted + redis.call('UNLINK', key)
+  end
+end
+return deleted
+"""
+
 WRITTEN, STALE, MOVED = 1, 0, 2
 
 

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import orjson
 import redis
@@ -80,7 +81,8 @@ class RedisSink:
             client.ping()
         except RedisError as exc:
             client.close()
-            raise unavailable(exc, "connecting") from exc
+            raise unavailable(exc, f"connecting to {_address(self.config.url)} "
+                                   "(config.url)") from exc
         self._client = client
         self._load_scripts()
 
@@ -155,6 +157,9 @@ class RedisSink:
         for name, value in record.items():
             if value is not None and name not in plan.keep:
                 pairs += (name, text_of(value))
+        largest = max((len(text.encode()) for text in pairs[1::2]), default=0)
+        if largest > self.config.max_value_bytes:
+            return self._too_large(change, key, largest)
         keep = sorted(plan.keep)
         return self._script_call(change, scripts.SET_HASH, key, self._version_ttl_ms(), "",
                                  (len(keep), *keep, *pairs))
@@ -189,8 +194,17 @@ class RedisSink:
                         extra={"topic": message.topic, "partition": message.partition,
                                "offset": message.offset})
         record.update((name, previous[name]) for name in plan.keep if name in previous)
+        value = orjson.dumps(record)
+        if len(value) > self.config.max_value_bytes:
+            return self._too_large(change, key, len(value))
         return self._script_call(change, scripts.SET_JSON, key, self._version_ttl_ms(),
-                                 expect, (orjson.dumps(record),))
+                                 expect, (value,))
+
+    def _too_large(self, change: Upsert, key: str, size: int) -> Rejection:
+        return Rejection(change.event, f"the value of {key!r} is {size} bytes, over "
+                         f"max_value_bytes ({self.config.max_value_bytes}); raise it (and "
+                         "Redis's proto-max-bulk-len), or leave the large column out with a "
+                         "view")
 
     def _script_call(self, change: Upsert | Delete, script: str, key: str, version_ttl_ms: int,
                      expect: str, extra: tuple[str | bytes | int, ...]) -> ScriptCall:
@@ -309,3 +323,11 @@ def _ms(duration: Any) -> int:
 def create(config: RedisSinkConfig, context: object) -> RedisSink:
     """The sink for one worker (``SinkSpec.factory``); the runtime opens it."""
     return RedisSink(config, topic_prefix=topic_prefix_of(context))
+
+
+def _address(url: str) -> str:
+    """Where ``url`` points (host:port, or the socket path), without credentials."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname}:{parts.port or 6379}"

@@ -4,7 +4,9 @@ The keys of a table are those its key template gives with every key placeholder 
 ``*`` (``orders:*`` for ``{table}:{key}``); keep a separator after the table's part, or
 another table's keys may match (``{table}{key}`` of ``order`` matches ``orders1``).
 Version keys go too: the truncate marker ``_cdc_truncated:<pattern>`` (a hash:
-``version``, ``done``) now refuses every older write. The marker is written *before*
+``version``, ``done``) now refuses every older write. A key whose version is newer than the
+truncate stays: its event sits in another partition of the topic than the truncate's and
+was applied first. The marker is written *before*
 the scan, so no older write lands during it, and marked ``done`` after: a truncate
 replayed once done does nothing, one interrupted mid-scan runs again.
 """
@@ -18,7 +20,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from .errors import unavailable
-from .scripts import version_text
+from .scripts import UNLINK_NOT_NEWER, version_text
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +47,9 @@ def truncate(client: Redis, pattern: str, version: int | None) -> bool:
                 if done_before:
                     return False
             client.hset(marker, mapping={"version": version_text(version), "done": "0"})
-        deleted = _unlink_matching(client, pattern)
+        deleted = _unlink_matching(client, pattern, version)
         if version is not None:
-            deleted += _unlink_matching(client, VERSION_PREFIX + pattern)
+            deleted += _unlink_matching(client, VERSION_PREFIX + pattern, version)
             client.hset(marker, "done", "1")
     except RedisError as exc:
         raise unavailable(exc, f"truncating the keys {pattern}") from exc
@@ -55,14 +57,20 @@ def truncate(client: Redis, pattern: str, version: int | None) -> bool:
     return True
 
 
-def _unlink_matching(client: Redis, pattern: str) -> int:
+def _unlink_matching(client: Redis, pattern: str, version: int | None) -> int:
+    """Unlink the keys matching ``pattern``; with a ``version``, only those whose row
+    version is not newer: a row written after the truncate (its event came from another
+    partition, so it may be applied before the truncate) stays."""
     deleted = 0
     cursor = 0
     while True:
         cursor, keys = cast(tuple[int, list[bytes]],
                             client.scan(cursor, match=pattern, count=SCAN_COUNT))
         doomed = [key for key in keys if not key.startswith(TRUNCATE_PREFIX.encode())]
-        if doomed:
+        if doomed and version is None:
             deleted += cast(int, client.unlink(*doomed))
+        elif doomed and version is not None:
+            deleted += cast(int, client.eval(UNLINK_NOT_NEWER, len(doomed), *doomed,
+                                             version_text(version), VERSION_PREFIX))
         if cursor == 0:
             return deleted

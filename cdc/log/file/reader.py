@@ -11,6 +11,7 @@ from cdc.errors import LogCorruptionError
 from ..records import Message
 from .codec import RecordFormatError, decode_record
 from .segments import INDEX_SUFFIX, SparseIndex, list_segments, segment_for, segment_name
+from .topics import read_meta
 
 READ_CHUNK = 1 << 20
 
@@ -67,7 +68,13 @@ class PartitionReader:
     def _read_lines(self, limit: int) -> list[Message]:
         assert self._file is not None
         self._file.seek(self._pos + len(self._partial))
-        chunk = self._partial + self._file.read(READ_CHUNK)
+        parts = [self._partial]
+        while True:  # a record longer than READ_CHUNK is read whole in one call
+            data = self._file.read(READ_CHUNK)
+            parts.append(data)
+            if not data or b"\n" in data:
+                break
+        chunk = b"".join(parts)
         out: list[Message] = []
         start = 0
         while len(out) < limit:
@@ -105,8 +112,17 @@ class PartitionReader:
             if self._partial:
                 raise self._corrupt("segment ends with an incomplete record", self._pos)
             return True  # the writer added more before rolling over: read it first
+        if later[0] > self.next_offset and not self._skipping and not self._compacted():
+            raise self._corrupt(f"offsets {self.next_offset}..{later[0] - 1} are missing: the "
+                                f"segment ends before the next one ({segment_name(later[0])}) "
+                                "begins (truncated?); run 'cdc log verify'", self._pos)
         self._open(later[0], self.directory / segment_name(later[0]))
         return True
+
+    def _compacted(self) -> bool:
+        """True for a compacted topic, whose segments may legitimately end early."""
+        meta = read_meta(self.directory.parent.parent, self.topic)
+        return meta is None or meta.compacted
 
     def _open(self, base: int, path: Path) -> None:
         self._close()

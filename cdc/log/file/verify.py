@@ -47,6 +47,11 @@ def verify_log(root: Path) -> VerifyReport:
             for base in list_segments(directory):
                 segments += 1
                 path = directory / segment_name(base)
+                if expected is not None and base > expected and meta and not meta.compacted:
+                    problems.append(VerifyProblem(
+                        topic, partition, expected, str(path), 0,
+                        f"offsets {expected}..{base - 1} missing: the segment before ends "
+                        "early (truncated?)"))
                 count, expected = _verify_segment(path, topic, partition, expected, problems)
                 records += count
                 if not path.with_suffix(INDEX_SUFFIX).exists():

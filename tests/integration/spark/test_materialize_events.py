@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import DecimalType, LongType, StringType, StructField, StructType
 
 from cdc.log import Position, Record
 from cdc.log.file import FileLog
@@ -50,16 +50,21 @@ def test_state_from_events(tmp_path: Path, spark: SparkSession) -> None:
 
 
 def test_row_schema_from_the_schema_topic(tmp_path: Path, spark: SparkSession) -> None:
-    from spark_pipelines.materialize_job import row_schema_from_log
+    from spark_pipelines.source import LogSource
+    from spark_pipelines.state import load_histories
 
     log = FileLog(tmp_path / "log")
     versions = [{"schema": "public", "table": "docs", "schema_version": v,
                  "columns": [{"name": "id", "type": "pg_catalog.int4"},
-                             {"name": "price", "type": "pg_catalog.numeric"}][:v]}
+                             {"name": "price", "type": "pg_catalog.numeric",
+                              "type_modifier": ((12 << 16) | 2) + 4},
+                             {"name": "big", "type": "pg_catalog.numeric"}][:v + 1]}
                 for v in (1, 2)]
     log.producer().append([Record("app._schemas", b'"public.docs"', orjson.dumps(v))
                            for v in versions])
     log.close()
-    schema = row_schema_from_log(spark, tmp_path / "log", "app", "public.docs")
-    assert schema == StructType([StructField("id", LongType()),
-                                 StructField("price", StringType())])
+    history = load_histories(spark, LogSource("file", "app", tmp_path / "log"))["public.docs"]
+    assert history.newest.version == 2
+    assert history.newest.typed_schema() == StructType([
+        StructField("id", LongType()), StructField("price", DecimalType(12, 2)),
+        StructField("big", StringType())])

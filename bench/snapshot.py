@@ -1,0 +1,97 @@
+"""Initial snapshot throughput against a plain COPY of the same table (``make bench-snapshot``).
+
+Starts its own PostgreSQL, fills ``orders`` (the table of shared/PERFORMANCE.md) with
+1,000,000 rows (``BENCH_SCALE`` scales it), then side by side: the reference, ``COPY
+(SELECT …) TO STDOUT`` of the table into /dev/null through psycopg (best of two runs,
+one before and one after), and the capture's initial snapshot of the same table —
+inside a slot's exported snapshot, values through the codecs, ``r`` events appended to
+a durable file log. Prints ``name=value`` lines, the headline ratio last.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from cdc.capture.replication import ReplicationConnection
+from cdc.capture.shapes import ShapeRegistry
+from cdc.capture.snapshot import run_initial_snapshot
+from cdc.capture.snapshot_progress import SnapshotProgress
+from cdc.log.file import FileLog
+from compose.launcher import PostgresServer
+
+SCALE = float(os.environ.get("BENCH_SCALE", "1"))
+ROWS = int(1_000_000 * SCALE)
+COLUMNS = ("id", "customer_id", "status", "amount", "note", "created_at")
+
+
+def fill(dsn: str) -> None:
+    """``orders`` with ``ROWS`` rows, analyzed (the progress estimate reads reltuples)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE orders (id bigserial PRIMARY KEY, customer_id int,"
+                     " status text, amount numeric(12,2), note text, created_at timestamptz)")
+        conn.execute("INSERT INTO orders (customer_id, status, amount, note, created_at)"
+                     " SELECT mod(g, 1000), 'new', mod(g, 10000) / 100.0, 'note ' || g, now()"
+                     " FROM generate_series(1, %s) g", (ROWS,))
+        conn.execute("VACUUM ANALYZE orders")
+
+
+def copy_seconds(dsn: str) -> float:
+    """Seconds ``COPY (SELECT …) TO STDOUT`` of the table takes into /dev/null."""
+    query = sql.SQL("COPY (SELECT {} FROM orders) TO STDOUT").format(
+        sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS))
+    with psycopg.connect(dsn) as conn, open(os.devnull, "wb") as sink:
+        started = time.perf_counter()
+        with conn.cursor().copy(query) as copy:
+            for block in copy:
+                sink.write(block)
+        return time.perf_counter() - started
+
+
+def snapshot_seconds(dsn: str, log_dir: Path) -> float:
+    """Seconds the initial snapshot of the table takes into a durable file log."""
+    event_log = FileLog(log_dir)
+    producer = event_log.producer()
+    try:
+        with psycopg.connect(dsn, autocommit=True) as catalog, \
+                ReplicationConnection(dsn) as repl:
+            point, name = repl.create_slot("bench_snapshot", temporary=True,
+                                           export_snapshot=True)
+            assert name is not None
+            shapes = ShapeRegistry(catalog, "bench")
+            started = time.perf_counter()
+            rows = run_initial_snapshot(dsn, name, point, shapes=shapes, producer=producer,
+                                        tables=[("public", "orders")], database="bench",
+                                        progress=SnapshotProgress(interactive=False))
+            elapsed = time.perf_counter() - started
+    finally:
+        event_log.close()
+    assert rows == ROWS, f"the snapshot read {rows} rows, not {ROWS}"
+    return elapsed
+
+
+def main() -> None:
+    """Fill, measure side by side, print the figures."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
+    try:
+        with PostgresServer(settings={"max_wal_size": "4GB"}) as server:
+            dsn = server.dsn()
+            fill(dsn)
+            copy_first = copy_seconds(dsn)
+            snap = snapshot_seconds(dsn, workdir / "log")
+            copy_s = min(copy_first, copy_seconds(dsn))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(f"copy_rows_per_s={ROWS / copy_s:.0f}")
+    print(f"snapshot_rows_per_s={ROWS / snap:.0f}")
+    print(f"snapshot_ratio_vs_copy={copy_s / snap:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,392 @@
+"""Incremental snapshots while streaming continues (the watermark method of DBLog).
+
+The capture — the only writer of the table topics, and the one that sees the stream —
+performs them. For each chunk of the table, in key order: write a low watermark
+(``pg_logical_emit_message``), read the chunk inside a REPEATABLE READ snapshot, write a
+high watermark. When the high watermark comes through the stream, the chunk's rows that
+a streamed transaction invisible in the chunk's snapshot touched are dropped
+(``watermarks``), and the rest are appended as ``r`` events at the high watermark's
+position ``(lsn, seq)`` — after every change they include, before every change they do
+not. Then the table's progress (last key, chunks, rows) is appended to
+``<prefix>._snapshots``; after a crash the snapshot resumes after the last recorded chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import psycopg
+
+from cdc.crashpoints import crash_point
+from cdc.errors import SourceError
+from cdc.log import Position, Producer, Record
+
+from .events import CommitInfo, TableShape, complete, insert_events
+from .incremental_log import (
+    MESSAGE_PREFIX,
+    TableSnapshot,
+    known_tables,
+    table_states,
+    tables_record,
+)
+from .lsn import format_lsn, parse_lsn
+from .pgoutput import Begin, LogicalMessage, Message, Relation, StreamCommit
+from .shapes import ShapeRegistry
+from .slot import split_table
+from .snapshot import catalog_relation
+from .snapshot_chunks import ChunkKey, chunk_key, chunk_query
+from .watermarks import KeyTracker, SnapshotXids, surviving
+
+log = logging.getLogger(__name__)
+
+PROGRESS_LOG_EVERY_S = 10.0
+NEW_TABLES_CHECK_S = 10.0
+DEFAULT_CHUNK_ROWS = 5000
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """A chunk read and waiting for its high watermark in the stream."""
+
+    token: str
+    state: TableSnapshot
+    relation: Relation
+    key: ChunkKey
+    snapshot: SnapshotXids
+    rows: list[tuple[str | None, ...]]
+    low_seen: bool = False
+
+
+@dataclass(slots=True)
+class IncrementalSnapshots:
+    """The incremental snapshots of one capture session (see the module docstring)."""
+
+    dsn: str
+    prefix: str
+    database: str
+    producer: Producer
+    shapes: ShapeRegistry
+    publication: str
+    new_tables: bool = True
+    known: dict[str, int] = field(default_factory=dict)  # table → relation oid
+    states: dict[str, TableSnapshot] = field(default_factory=dict)
+    _conn: psycopg.Connection[Any] | None = None
+    _chunk: _Chunk | None = None
+    _trackers: dict[str, KeyTracker] = field(default_factory=dict)  # topic → keys
+    _xids: dict[int, int] = field(default_factory=dict)  # commit LSN → xid
+    _stream_relations: dict[int, Relation] = field(default_factory=dict)
+    _retry_at: float = 0.0
+    _next_log: float = 0.0
+    _next_table_check: float = 0.0
+
+    @classmethod
+    def from_log(cls, records: list[dict[str, Any]], **kwargs: Any) -> IncrementalSnapshots:
+        """Resume the snapshots the log records as requested or running; the tables the
+        log records as known (or, the first time, the publication's) are not new."""
+        snapshots = cls(**kwargs)
+        snapshots.states = {t: s for t, s in table_states(records).items() if s.active}
+        for table in snapshots.states:
+            snapshots._track(table)
+        known = known_tables(records)
+        if known is None:
+            known = snapshots._published()
+            snapshots.producer.append([tables_record(snapshots.prefix, known)])
+        snapshots.known = known
+        snapshots._next_table_check = time.monotonic() + NEW_TABLES_CHECK_S
+        return snapshots
+
+    def _published(self) -> dict[str, int]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT c.oid, n.nspname, c.relname FROM pg_publication_tables t"
+                " JOIN pg_namespace n ON n.nspname = t.schemaname"
+                " JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
+                " WHERE t.pubname = %s", (self.publication,)).fetchall()
+        return {f"{schema}.{table}": int(oid) for oid, schema, table in rows}
+
+    def _added_explicitly(self) -> set[str]:
+        """Tables that are members of the publication by name (ALTER PUBLICATION … ADD
+        TABLE, or source.tables), not through FOR ALL TABLES or a schema."""
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT n.nspname, c.relname FROM pg_publication_rel r"
+                " JOIN pg_publication p ON p.oid = r.prpubid"
+                " JOIN pg_class c ON c.oid = r.prrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.pubname = %s",
+                (self.publication,)).fetchall()
+        return {f"{schema}.{table}" for schema, table in rows}
+
+    def add_new_tables(self, tables: dict[str, int]) -> None:
+        """Tables (name → oid) that joined the publication: remember them, and snapshot
+        (when ``new_tables`` is on) those added to it by name — their earlier rows were
+        never streamed — and renamed ones (their topic is new). A table created since,
+        that joined through FOR ALL TABLES or its schema, has its whole history in the
+        stream already."""
+        fresh = {name: oid for name, oid in tables.items() if name not in self.known}
+        if not fresh:
+            return
+        renamed = {oid: name for name, oid in self.known.items()}
+        self.known.update(fresh)
+        self.producer.append([tables_record(self.prefix, self.known)])
+        named = self._added_explicitly() if self.new_tables else set()
+        for table, oid in sorted(fresh.items()):
+            before = renamed.get(oid)
+            log.info("table %s joined publication %s%s", table, self.publication,
+                     f" (renamed from {before})" if before else "")
+            if self.new_tables and (table in named or before is not None):
+                self.request(table, None, DEFAULT_CHUNK_ROWS, 0)
+
+    def request_all(self) -> None:
+        """Snapshot every published table again (snapshot mode ``always``)."""
+        for table in sorted(self._published()):
+            self.request(table, None, DEFAULT_CHUNK_ROWS, 0)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.states)
+
+    # -- the stream ---------------------------------------------------------------------
+    def observe(self, message: Message) -> bool:
+        """Note what the watermark method needs of a decoded message; True when it is
+        for this class (``handle`` it after flushing what came before)."""
+        kind = type(message)
+        if kind is Begin:
+            if self._trackers:
+                assert isinstance(message, Begin)
+                self._xids[message.final_lsn] = message.xid
+            return False
+        if kind is StreamCommit:
+            if self._trackers:
+                assert isinstance(message, StreamCommit)
+                self._xids[message.commit_lsn] = message.xid
+            return False
+        if kind is Relation:
+            assert isinstance(message, Relation)
+            self._stream_relations[message.oid] = message
+            return f"{message.namespace}.{message.name}" not in self.known
+
+        if kind is LogicalMessage:
+            assert isinstance(message, LogicalMessage)
+            return message.prefix == MESSAGE_PREFIX
+        return False
+
+    def observe_records(self, records: Sequence[Record]) -> None:
+        """Streamed records about to be appended: remember which keys each transaction
+        wrote in the tables being snapshotted."""
+        if not self._trackers:
+            return
+        newest = 0
+        for record in records:
+            tracker = self._trackers.get(record.topic)
+            if tracker is None:
+                continue
+            commit_lsn = record.position.commit_lsn
+            xid = self._xids.get(commit_lsn)
+            if xid is not None:
+                tracker.add(xid, record.key)
+                newest = max(newest, commit_lsn)
+        for lsn in [lsn for lsn in self._xids if lsn < newest]:  # transactions done
+            del self._xids[lsn]
+
+    def handle(self, message: Message) -> None:
+        """A message ``observe`` claimed: a ``distributary.snapshot`` message (a request, a
+        cancellation, a watermark) or the Relation of a table not seen before."""
+        if isinstance(message, Relation):
+            self.add_new_tables({f"{message.namespace}.{message.name}": message.oid})
+            return
+        assert isinstance(message, LogicalMessage)
+        try:
+            content = orjson.loads(message.content)
+            action = content["action"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            log.warning("ignoring a malformed %s message at %s", MESSAGE_PREFIX,
+                        format_lsn(message.lsn))
+            return
+        if action == "snapshot":
+            self.request(str(content["table"]), content.get("where"),
+                         int(content.get("chunk") or DEFAULT_CHUNK_ROWS), message.lsn)
+        elif action == "cancel":
+            self.cancel(str(content["table"]), message.lsn)
+        elif action in ("low", "high"):
+            self._watermark(action, str(content.get("token")), message.lsn)
+
+    # -- requests -----------------------------------------------------------------------
+    def request(self, table: str, where: str | None, chunk_size: int, lsn: int) -> None:
+        """Start (or restart) a snapshot of ``table``; a replayed request is ignored."""
+        known = self.states.get(table)
+        if known is not None and parse_lsn(known.request_lsn) >= lsn > 0:
+            return
+        state = TableSnapshot(table, "requested", format_lsn(lsn), max(1, chunk_size), where)
+        if self._chunk is not None and self._chunk.state.table == table:
+            self._chunk = None
+        self._record(state)
+        log.info("incremental snapshot of %s requested (chunks of %d rows)", table,
+                 state.chunk_size, extra={"lsn": state.request_lsn})
+
+    def cancel(self, table: str, lsn: int) -> None:
+        """Stop ``table``'s snapshot if one requested before ``lsn`` is active."""
+        known = self.states.get(table)
+        if known is None or not known.active or parse_lsn(known.request_lsn) > lsn:
+            return
+        if self._chunk is not None and self._chunk.state.table == table:
+            self._chunk = None
+        self._record(known.moved(state="cancelled", reason="cancelled by cdc snapshot --cancel"))
+        log.info("incremental snapshot of %s cancelled", table)
+
+    def _record(self, state: TableSnapshot) -> None:
+        self.producer.append([state.record(self.prefix)])
+        if state.active:
+            self.states[state.table] = state
+            self._track(state.table)
+        else:
+            self.states.pop(state.table, None)
+            self._trackers.pop(self._topic(state.table), None)
+
+    def _track(self, table: str) -> None:
+        self._trackers.setdefault(self._topic(table), KeyTracker())
+
+    def _topic(self, table: str) -> str:
+        schema, name = split_table(table)
+        return f"{self.prefix}.{schema}.{name}"
+
+    # -- chunks -------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Read the next chunk when none is waiting for its high watermark; look for
+        tables new in the publication now and then."""
+        if self.new_tables and time.monotonic() >= self._next_table_check:
+            self._next_table_check = time.monotonic() + NEW_TABLES_CHECK_S
+            self.add_new_tables(self._published())
+        if self._chunk is not None or not self.states or time.monotonic() < self._retry_at:
+            return
+        state = min(self.states.values(), key=lambda s: parse_lsn(s.request_lsn))
+        try:
+            self._read_chunk(state)
+        except SourceError as exc:
+            log.error("incremental snapshot of %s failed: %s", state.table, exc)
+            self._record(state.moved(state="failed", reason=str(exc)))
+        except psycopg.Error as exc:  # e.g. a bad --where: the operator must fix it
+            reason = f"{type(exc).__name__}: {str(exc).strip()}"
+            if isinstance(exc, psycopg.OperationalError):
+                raise
+            log.error("incremental snapshot of %s failed: %s", state.table, reason)
+            self._close()
+            self._record(state.moved(state="failed", reason=reason))
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            from .snapshot import snapshot_connection
+            self._conn = snapshot_connection(self.dsn)
+        return self._conn
+
+    def _emit(self, conn: psycopg.Connection[Any], content: dict[str, Any]) -> None:
+        conn.execute("SELECT pg_logical_emit_message(false, %s, %s)",
+                     (MESSAGE_PREFIX, orjson.dumps(content).decode()))
+
+    def _read_chunk(self, state: TableSnapshot) -> None:
+        conn = self._connection()
+        schema, table = split_table(state.table)
+        token = uuid.uuid4().hex
+        self._emit(conn, {"action": "low", "token": token, "table": state.table})
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            row = conn.execute("SELECT pg_current_snapshot()::text").fetchone()
+            assert row is not None
+            snapshot = SnapshotXids.parse(str(row[0]))
+            relation = catalog_relation(conn, schema, table)
+            key = chunk_key(conn, schema, table)
+            query, params = chunk_query(schema, table, tuple(c.name for c in relation.columns),
+                                        key, tuple(state.last_key) if state.last_key else None,
+                                        state.where, state.chunk_size)
+            rows = conn.execute(query, params).fetchall()
+        finally:
+            conn.execute("ROLLBACK")
+        self._emit(conn, {"action": "high", "token": token, "table": state.table})
+        self._chunk = _Chunk(token, state, relation, key, snapshot, rows)
+
+    def _watermark(self, action: str, token: str, lsn: int) -> None:
+        chunk = self._chunk
+        if chunk is None or chunk.token != token:
+            return  # a previous session's chunk: read again from the recorded progress
+        if action == "low":
+            chunk.low_seen = True
+            return
+        self._chunk = None
+        shape, schema_record = self._shape_for(chunk)
+        if shape is None:
+            self._retry_at = time.monotonic() + 1.0
+            return
+        dropped = self._trackers[shape.topic].superseded(chunk.snapshot)
+        events = [insert_events(shape, values, lsn, "r")[0] for values in chunk.rows]
+        keep = surviving([e.key for e in events], dropped)
+        commit = CommitInfo(orjson.dumps(self.database), lsn, 0,
+                            datetime.now(UTC).isoformat(timespec="microseconds")
+                            .replace("+00:00", "Z"), snapshot=True)
+        records = [Record(events[i].topic, events[i].key, complete(events[i], commit, seq),
+                          Position(lsn, seq)) for seq, i in enumerate(keep)]
+        if schema_record is not None:
+            records.insert(0, schema_record)
+        if records:
+            self.producer.append(records)  # the rows durable before the progress
+        crash_point("incremental_chunk")
+        self._advance(chunk, len(keep), len(chunk.rows) - len(keep))
+
+    def _advance(self, chunk: _Chunk, emitted: int, dropped: int) -> None:
+        state = chunk.state
+        names = [c.name for c in chunk.relation.columns]
+        last_key = state.last_key
+        if chunk.rows:
+            last = chunk.rows[-1]
+            last_key = [str(last[names.index(c)]) for c in chunk.key.names]
+        done = len(chunk.rows) < state.chunk_size
+        moved = state.moved(state="completed" if done else "running", chunks=state.chunks + 1,
+                            rows=state.rows + emitted, last_key=last_key)
+        self._record(moved)
+        if dropped:
+            log.debug("chunk %d of %s: %d rows superseded by the stream", moved.chunks,
+                      state.table, dropped)
+        now = time.monotonic()
+        if done or now >= self._next_log:
+            self._next_log = now + PROGRESS_LOG_EVERY_S
+            log.info("incremental snapshot of %s: %s, %d chunks, %d rows", state.table,
+                     moved.state, moved.chunks, moved.rows)
+
+    def _shape_for(self, chunk: _Chunk) -> tuple[TableShape | None, Record | None]:
+        """The shape to encode the chunk with: the stream's, when it has the columns the
+        chunk was read with; else the catalog's, once the stream is past the change."""
+        relation = chunk.relation
+        streamed = self._stream_relations.get(relation.oid)
+        if streamed is not None and _same_columns(streamed, relation):
+            return self.shapes.get(relation.oid), None
+        if streamed is not None:  # a column change is in flight: is it settled?
+            schema, table = split_table(chunk.state.table)
+            with psycopg.connect(self.dsn, autocommit=True) as conn:
+                now = catalog_relation(conn, schema, table)
+            if not _same_columns(now, relation):
+                log.info("%s changed while a chunk was read: reading it again",
+                         chunk.state.table)
+                return None, None
+        record = self.shapes.learn(relation)
+        self._stream_relations[relation.oid] = relation
+        return self.shapes.get(relation.oid), record
+
+    def close(self) -> None:
+        """Close the connection chunks are read with."""
+        self._close()
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _same_columns(a: Relation, b: Relation) -> bool:
+    return [(c.name, c.type_oid, c.type_modifier) for c in a.columns] == \
+        [(c.name, c.type_oid, c.type_modifier) for c in b.columns]
+

@@ -1,0 +1,102 @@
+"""WAL a slot makes PostgreSQL keep: the limit, how close the slot is to it, and a lost slot.
+
+A slot that falls more than ``max_slot_wal_keep_size`` behind is invalidated at the next
+checkpoint (``wal_status = 'lost'``): PostgreSQL removed WAL holding changes the capture
+never read, so streaming on would silently skip them. The capture refuses such a slot
+with :class:`SlotLostError`; ``cdc capture --recreate-lost-slot`` drops it, creates a new
+one and snapshots the tables again. Before that, ``wal_status`` goes ``extended`` →
+``unreserved`` and the retained WAL approaches the limit: ``cdc doctor`` and the capture's
+log warn from ``WARN_FRACTION`` of the limit on.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import psycopg
+
+from cdc.errors import TerminalError
+
+if TYPE_CHECKING:
+    from .slot import SlotState
+
+log = logging.getLogger(__name__)
+
+WARN_FRACTION = 0.8
+RECREATE_FLAG = "--recreate-lost-slot"
+_UNIT_BYTES = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+class SlotLostError(TerminalError):
+    """The slot was invalidated: changes were removed before the capture read them."""
+
+    def __init__(self, slot: str) -> None:
+        self.slot = slot
+        super().__init__(
+            f"replication slot {slot!r} is lost (wal_status=lost): it fell more than "
+            "max_slot_wal_keep_size behind and PostgreSQL removed WAL holding changes not yet "
+            "captured, so streaming on would miss them. Recover with "
+            f"'cdc capture -c <pipeline.yaml> {RECREATE_FLAG}': it drops the slot, creates a "
+            "new one and snapshots the tables again (rows deleted meanwhile stay in the sinks "
+            "until a rebuild), then streams")
+
+
+def wal_keep_limit(conn: psycopg.Connection[Any]) -> int | None:
+    """``max_slot_wal_keep_size`` in bytes, or None when slots may keep any amount (-1)."""
+    row = conn.execute("SELECT setting, unit FROM pg_settings "
+                       "WHERE name = 'max_slot_wal_keep_size'").fetchone()
+    if row is None or int(row[0]) < 0:
+        return None
+    return int(row[0]) * _UNIT_BYTES.get(str(row[1] or "B"), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class WalRetention:
+    """How much WAL a slot holds back, against the limit."""
+
+    slot: str
+    wal_status: str | None
+    retained_bytes: int
+    limit_bytes: int | None
+    safe_bytes: int | None
+
+    @property
+    def fraction(self) -> float | None:
+        """Retained WAL as a share of ``max_slot_wal_keep_size`` (None: no limit)."""
+        if not self.limit_bytes:
+            return None
+        return self.retained_bytes / self.limit_bytes
+
+    @property
+    def level(self) -> Literal["ok", "warn", "error"]:
+        """``error`` when lost; ``warn`` when unreserved or past ``WARN_FRACTION``."""
+        if self.wal_status == "lost":
+            return "error"
+        near = self.fraction is not None and self.fraction >= WARN_FRACTION
+        return "warn" if near or self.wal_status == "unreserved" else "ok"
+
+    def describe(self) -> str:
+        """``retained_wal=… (…% of max_slot_wal_keep_size=…)`` for logs and doctor."""
+        text = f"wal_status={self.wal_status} retained_wal={_size(self.retained_bytes)}"
+        if self.limit_bytes is None:
+            return text + " (max_slot_wal_keep_size=-1: no limit)"
+        text += (f" ({100 * (self.fraction or 0):.0f}% of max_slot_wal_keep_size="
+                 f"{_size(self.limit_bytes)}")
+        if self.safe_bytes is not None and self.wal_status != "lost":
+            text += f"; lost after {_size(max(self.safe_bytes, 0))} more WAL"
+        return text + ")"
+
+
+def wal_retention(conn: psycopg.Connection[Any], state: SlotState) -> WalRetention:
+    """The retention of ``state``'s slot, with the server's limit."""
+    return WalRetention(state.name, state.wal_status, max(state.retained_bytes or 0, 0),
+                        wal_keep_limit(conn), state.safe_wal_bytes)
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= factor:
+            return f"{n} bytes ({n / factor:.1f} {unit})"
+    return f"{n} bytes"

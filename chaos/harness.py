@@ -1,0 +1,252 @@
+"""One chaos run: servers, pipeline, workload and faults, then the checks."""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import yaml
+
+from cdc.capture.lsn import parse_lsn
+from cdc.config import load_config
+from cdc.log.file import FileLog
+
+from .diskfill import SmallFilesystem
+from .faults import FaultInjector, FaultPlan, schedule
+from .processes import SupervisedProcess
+from .schema import TABLES, create_schema
+from .servers import ChaosServers
+from .verify import Findings, check_all
+from .workload import Workload, WorkloadPlan, WorkloadStats
+
+log = logging.getLogger(__name__)
+
+NAME = "chaos"
+CONNECTORS = ("search", "cache")
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    """One run's size: how long the workload writes, and what it and the faults do."""
+
+    duration: float
+    faults: FaultPlan
+    workload: WorkloadPlan
+    log_fs_bytes: int
+    seed: int
+    catch_up_s: float
+    keep_logs: Path | None = None  # copy the children's output here at the end
+
+
+def full_options(duration: float, seed: int) -> ChaosOptions:
+    """``make chaos``: ≥ 20 kills of each kind, 60 s outages, 200,000-row transactions."""
+    return ChaosOptions(
+        duration=duration, seed=seed, catch_up_s=900,
+        faults=FaultPlan(kill_capture=22, kill_connect=22, stop_opensearch=1, stop_redis=1,
+                         restart_postgres=2, fill_disk=1, outage_s=60, disk_full_s=20),
+        workload=WorkloadPlan(rate=25, large_rows=200_000, large_every_s=duration / 4,
+                              truncate_every_s=45),
+        log_fs_bytes=2 << 30)
+
+
+def short_options(duration: float, seed: int) -> ChaosOptions:
+    """The version inside ``make test``: a few faults of each kind, small large txns."""
+    return ChaosOptions(
+        duration=duration, seed=seed, catch_up_s=180,
+        faults=FaultPlan(kill_capture=3, kill_connect=3, stop_opensearch=1, stop_redis=1,
+                         restart_postgres=1, fill_disk=1, outage_s=4, disk_full_s=4),
+        workload=WorkloadPlan(rate=20, large_rows=5_000, large_every_s=duration / 3,
+                              truncate_every_s=15),
+        log_fs_bytes=256 << 20)
+
+
+@dataclass
+class ChaosResult:
+    """What happened and what the checks found."""
+
+    runs: int
+    faults: dict[str, int]
+    fault_errors: list[str]
+    workload: WorkloadStats
+    findings: Findings
+    unexpected_exits: int
+
+    @property
+    def fault_total(self) -> int:
+        return sum(self.faults.values())
+
+    @property
+    def ok(self) -> bool:
+        found = self.findings
+        return not (found.lost or found.duplicated or found.diverged or self.fault_errors)
+
+    def summary(self) -> str:
+        """The last line of the run."""
+        found = self.findings
+        return (f"chaos: runs={self.runs} faults={self.fault_total} lost={found.lost} "
+                f"duplicated={found.duplicated} diverged={found.diverged}")
+
+
+def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str) -> Path:
+    """The run's pipeline file: its own slot, log, index and key prefixes."""
+    topics = [f"{NAME}.public.{table}" for table in TABLES]
+    retry = {"initial_backoff": "200ms", "max_backoff": "2s"}
+    data: dict[str, Any] = {
+        "source": {"dsn": dsn, "slot": NAME, "publication": NAME,
+                   "tables": [f"public.{table}" for table in TABLES],
+                   "snapshot": "never", "heartbeat_interval": "1s"},
+        "log": {"backend": "file", "path": str(log_dir), "topic_prefix": NAME,
+                "partitions": 3, "retention": {"time": "forever", "size": "forever"},
+                "segment_bytes": "8MiB", "fsync": True},
+        "connectors": [
+            {"name": "search", "type": "opensearch", "topics": topics, "batch_size": 2_000,
+             "batch_timeout": "200ms", "retry": retry,
+             "config": {"hosts": [servers.opensearch.url], "index": f"{NAME}_{{table}}",
+                        "request_timeout": "20s"}},
+            {"name": "cache", "type": "redis", "topics": topics, "batch_size": 2_000,
+             "batch_timeout": "200ms", "retry": retry,
+             "config": {"url": servers.redis.url, "key_template": f"{NAME}:{{table}}:{{key}}",
+                        "timeout": "3s"}},
+        ],
+    }
+    path = workdir / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    load_config(path)  # fails here, not in the children, if the file is wrong
+    return path
+
+
+def wait_until(check: Any, timeout: float, what: str) -> None:
+    """Poll ``check`` until true; RuntimeError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting until {what}")
+        time.sleep(0.5)
+
+
+def _slot_flushed_past(dsn: str, target: int) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=5) as conn:
+            row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
+                               "WHERE slot_name = %s", (NAME,)).fetchone()
+    except psycopg.OperationalError:
+        return False
+    return row is not None and row[0] is not None and parse_lsn(row[0]) >= target
+
+
+def _groups_caught_up(log_dir: Path) -> bool:
+    event_log = FileLog(log_dir)
+    try:
+        admin = event_log.admin()
+        topics = {f"{NAME}.public.{table}" for table in TABLES} & set(admin.topics())
+        for group in CONNECTORS:
+            lags = {(lag.topic, lag.partition): lag.committed or 0
+                    for lag in admin.group_lag(group)}
+            for topic in topics:
+                for info in admin.partitions(topic):
+                    if lags.get((topic, info.partition), 0) < info.end_offset:
+                        return False
+        return True
+    finally:
+        event_log.close()
+
+
+def run_chaos(options: ChaosOptions) -> ChaosResult:
+    """Start everything, write while faults strike, wait for quiet, check, stop all."""
+    rng = random.Random(options.seed)
+    workdir = Path(tempfile.mkdtemp(prefix="distributary-chaos-"))
+    servers = ChaosServers()
+    disk = SmallFilesystem(workdir / "logfs", options.log_fs_bytes)
+    children: list[SupervisedProcess] = []
+    stop, abort = threading.Event(), threading.Event()
+    try:
+        disk.mount()
+        servers.start()
+        dsn = servers.postgres.create_database(NAME)
+        create_schema(dsn)
+        log_dir = disk.mountpoint / "log"
+        pipeline = write_pipeline(workdir, log_dir, servers, dsn)
+        capture = SupervisedProcess("capture", ["capture", "-c", str(pipeline)],
+                                    workdir / "capture.log")
+        connect = SupervisedProcess("connect", ["connect", "-c", str(pipeline)],
+                                    workdir / "connect.log")
+        children += [capture, connect]
+        capture.start()
+        wait_until(lambda: _slot_exists(dsn), 60, "the capture created its slot")
+        connect.start()
+        workload = Workload(dsn, rng, options.workload)
+        injector = FaultInjector(options.faults, servers, capture, connect, disk)
+        writer = threading.Thread(target=workload.run, args=(stop,), name="workload",
+                                  daemon=True)
+        faults = threading.Thread(target=injector.run, name="faults", daemon=True, args=(
+            schedule(options.faults, options.duration, rng), abort))
+        writer.start()
+        faults.start()
+        time.sleep(options.duration)
+        faults.join()  # every fault injected, the outages over: then the workload stops
+        stop.set()
+        writer.join()
+        log.info("workload stopped after %d transactions; waiting for the pipeline",
+                 workload.stats.transactions)
+        target = _current_lsn(dsn)
+        failures = capture.failures + connect.failures
+        wait_until(lambda: _not_crash_looping(children, failures)
+                   and _slot_flushed_past(dsn, target), options.catch_up_s,
+                   f"the capture acknowledged everything ({capture.log_tail()})")
+        wait_until(lambda: _not_crash_looping(children, failures)
+                   and _groups_caught_up(log_dir), options.catch_up_s,
+                   f"the connectors caught up ({connect.log_tail()})")
+        for child in children:
+            child.stop()
+        findings = check_all(dsn, log_dir, NAME, servers.redis.url, servers.opensearch.url,
+                             NAME)
+        return ChaosResult(
+            runs=capture.runs + connect.runs, faults=dict(injector.done),
+            fault_errors=injector.errors, workload=workload.stats, findings=findings,
+            unexpected_exits=sum(c.failures for c in children))
+    finally:
+        stop.set()
+        abort.set()
+        for child in children:
+            child.stop(timeout=20)
+        servers.stop()
+        if options.keep_logs is not None:
+            options.keep_logs.mkdir(parents=True, exist_ok=True)
+            for child in children:
+                shutil.copy(child.log_path, options.keep_logs / child.log_path.name)
+            shutil.copytree(disk.mountpoint / "log", options.keep_logs / "log",
+                            dirs_exist_ok=True, ignore_dangling_symlinks=True)
+        disk.unmount()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+CRASH_LOOP = 8  # exits of a child, not caused by a fault, while waiting for quiet
+
+
+def _not_crash_looping(children: list[SupervisedProcess], failures_before: int) -> bool:
+    """True; RuntimeError with the output when the children keep failing on their own."""
+    if sum(c.failures for c in children) - failures_before >= CRASH_LOOP:
+        tails = "\n".join(f"--- {c.name}:\n{c.log_tail(25)}" for c in children)
+        raise RuntimeError(f"cdc keeps exiting on its own after the faults ended:\n{tails}")
+    return True
+
+
+def _slot_exists(dsn: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        return conn.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s",
+                            (NAME,)).fetchone() is not None
+
+
+def _current_lsn(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    assert row is not None
+    return parse_lsn(row[0])

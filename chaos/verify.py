@@ -1,0 +1,248 @@
+"""The checks at the end of a chaos run.
+
+Log against the audit table, per table and key: every committed change exactly once
+(``lost``: in the audit, not in the log; ``duplicated``: in the log more often than
+committed), in commit order (the same sequence of (txid, op) per key), with the
+committed row image; source positions strictly increasing per partition. Sinks against
+the final tables, row for row (``diverged``: rows missing, extra or different in
+OpenSearch or Redis, plus keys out of order and wrong row images in the log).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+import psycopg
+import redis
+from opensearchpy import OpenSearch, helpers
+
+from cdc.capture.lsn import parse_lsn
+from cdc.log import StartAt
+from cdc.log.file import FileLog
+
+from .schema import TABLES, body_digest, table_rows
+
+TRUNCATE_KEY = "{}"
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change of one key: its transaction, kind and row image (``None`` for d/t)."""
+
+    txid: int
+    op: str
+    image: Row | None
+    unchanged: tuple[str, ...] = ()
+
+
+@dataclass
+class Findings:
+    """What the checks found; ``problems`` holds a few examples of each kind."""
+
+    committed: int = 0
+    logged: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    misordered: int = 0
+    wrong_images: int = 0
+    sink_rows_diverged: int = 0
+    dead_letters: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def diverged(self) -> int:
+        return self.misordered + self.wrong_images + self.sink_rows_diverged
+
+    def note(self, text: str) -> None:
+        if len(self.problems) < 40:
+            self.problems.append(text)
+
+
+def key_text(key: Row) -> str:
+    """``tenant:id`` for a row key, ``{}`` for a truncate."""
+    return f"{key['tenant']}:{key['id']}" if key else TRUNCATE_KEY
+
+
+def audit_changes(dsn: str) -> dict[tuple[str, str], list[Change]]:
+    """The audit table's changes by (table, key), in the order they were made."""
+    found: dict[tuple[str, str], list[Change]] = defaultdict(list)
+    with psycopg.connect(dsn) as conn, conn.cursor(name="audit") as cursor:
+        cursor.itersize = 20_000
+        cursor.execute("SELECT txid, tbl, op, key, row FROM chaos_audit ORDER BY id")
+        for txid, table, op, key, row in cursor:
+            found[table, key_text(key or {})].append(Change(txid & 0xFFFFFFFF, op, row))
+    return found
+
+
+def log_changes(log_dir: Path, topic_prefix: str,
+                findings: Findings) -> dict[tuple[str, str], list[Change]]:
+    """The log's changes by (table, key), in log order; checks positions per partition."""
+    found: dict[tuple[str, str], list[Change]] = defaultdict(list)
+    event_log = FileLog(log_dir)
+    try:
+        topics = set(event_log.admin().topics())
+        for table in TABLES:
+            topic = f"{topic_prefix}.public.{table}"
+            if topic in topics:
+                _read_topic(event_log, topic, table, found, findings)
+    finally:
+        event_log.close()
+    return found
+
+
+def _read_topic(event_log: FileLog, topic: str, table: str,
+                found: dict[tuple[str, str], list[Change]], findings: Findings) -> None:
+    consumer = event_log.consumer(f"chaos-verify-{time.monotonic_ns()}", topics=[topic],
+                                  start=StartAt.earliest())
+    messages = []
+    try:
+        while batch := consumer.poll(50_000, timeout=0.5):
+            messages.extend(batch)
+    finally:
+        consumer.close()
+    messages.sort(key=lambda m: (m.partition, m.offset))
+    last: dict[int, tuple[int, int]] = {}
+    for message in messages:
+        event = orjson.loads(message.value)
+        source = event["source"]
+        position = (parse_lsn(source["commit_lsn"]), int(source["seq"]))
+        previous = last.get(message.partition)
+        if previous is not None and position <= previous:
+            findings.misordered += 1
+            findings.note(f"log {topic}[{message.partition}]@{message.offset}: position "
+                          f"{position} not after {previous}")
+        last[message.partition] = position
+        image = _digested(event["after"]) if event["after"] is not None else None
+        found[table, key_text(event["key"])].append(
+            Change(int(source["txid"]), event["op"], image, tuple(event.get("unchanged") or ())))
+
+
+def _digested(row: Row) -> Row:
+    if row.get("body") is not None:
+        return {**row, "body": body_digest(row["body"])}
+    return row
+
+
+def compare_log(audit: dict[tuple[str, str], list[Change]],
+                logged: dict[tuple[str, str], list[Change]], findings: Findings) -> None:
+    """Count lost, duplicated, misordered and wrong-image changes (see the module doc)."""
+    for where in sorted(set(audit) | set(logged)):
+        want, got = audit.get(where, []), logged.get(where, [])
+        findings.committed += len(want)
+        findings.logged += len(got)
+        want_ids = Counter((c.txid, c.op) for c in want)
+        got_ids = Counter((c.txid, c.op) for c in got)
+        lost, extra = want_ids - got_ids, got_ids - want_ids
+        if lost or extra:
+            findings.lost += sum(lost.values())
+            findings.duplicated += sum(extra.values())
+            findings.note(f"log {where}: lost {dict(lost)}, duplicated {dict(extra)}")
+            continue
+        if [(c.txid, c.op) for c in want] != [(c.txid, c.op) for c in got]:
+            findings.misordered += 1
+            findings.note(f"log {where}: out of commit order")
+            continue
+        for committed, change in zip(want, got, strict=True):
+            if not _same_image(committed, change):
+                findings.wrong_images += 1
+                findings.note(f"log {where} txid {change.txid}: image {change.image} "
+                              f"instead of {committed.image}")
+
+
+def _same_image(committed: Change, logged: Change) -> bool:
+    if committed.image is None or logged.image is None:
+        return committed.image is None and logged.image is None
+    expected = {c: v for c, v in committed.image.items() if c not in logged.unchanged}
+    return expected == logged.image
+
+
+def compare_rows(what: str, want: dict[str, Row], got: dict[str, Row],
+                 findings: Findings) -> None:
+    """Count rows of ``got`` missing, extra or different from ``want``."""
+    missing = set(want) - set(got)
+    extra = set(got) - set(want)
+    changed = [k for k in set(want) & set(got) if want[k] != got[k]]
+    findings.sink_rows_diverged += len(missing) + len(extra) + len(changed)
+    for kind, keys in (("missing", missing), ("extra", extra), ("different", changed)):
+        if keys:
+            sample = sorted(keys)[:3]
+            detail = [(k, want.get(k), got.get(k)) for k in sample] if kind == "different" \
+                else sample
+            findings.note(f"{what}: {len(keys)} rows {kind}: {detail}")
+
+
+def redis_rows(url: str, table: str, key_prefix: str) -> dict[str, Row]:
+    """The cached rows of ``table`` (keys ``<prefix>:<table>:<tenant>:<id>``)."""
+    client = redis.Redis.from_url(url)
+    head = f"{key_prefix}:{table}:"
+    rows: dict[str, Row] = {}
+    try:
+        keys = list(client.scan_iter(match=head + "*", count=5_000))
+        for start in range(0, len(keys), 5_000):
+            chunk = keys[start:start + 5_000]
+            values = cast(list[bytes | None], client.mget(chunk))
+            for key, value in zip(chunk, values, strict=True):
+                if value is not None:
+                    rows[key.decode()[len(head):]] = _digested(orjson.loads(value))
+    finally:
+        client.close()
+    return rows
+
+
+def opensearch_rows(url: str, index: str) -> dict[str, Row]:
+    """Every document of ``index`` (an alias) by id."""
+    client = OpenSearch([url], timeout=60)
+    rows: dict[str, Row] = {}
+    try:
+        if not client.indices.exists(index=index):
+            return rows
+        client.indices.refresh(index=index)
+        for hit in helpers.scan(client, index=index, query={"query": {"match_all": {}}},
+                                size=5_000):
+            rows[str(hit["_id"])] = _digested(hit["_source"])
+    finally:
+        client.close()
+    return rows
+
+
+def _dead_letters(log_dir: Path, topic_prefix: str, findings: Findings) -> int:
+    """Events the connectors dead-lettered (none are expected: every change is valid)."""
+    event_log = FileLog(log_dir)
+    count = 0
+    try:
+        for topic in event_log.admin().topics():
+            if not topic.startswith(f"{topic_prefix}.dlq."):
+                continue
+            consumer = event_log.consumer(f"chaos-verify-{time.monotonic_ns()}",
+                                          topics=[topic], start=StartAt.earliest())
+            try:
+                while batch := consumer.poll(10_000, timeout=0.5):
+                    for message in batch:
+                        count += 1
+                        findings.note(f"dead letter in {topic}: "
+                                      f"{orjson.loads(message.value).get('error')}")
+            finally:
+                consumer.close()
+    finally:
+        event_log.close()
+    return count
+
+
+def check_all(dsn: str, log_dir: Path, topic_prefix: str, redis_url: str,
+              opensearch_url: str, name: str) -> Findings:
+    """Every check of the module docstring."""
+    findings = Findings()
+    compare_log(audit_changes(dsn), log_changes(log_dir, topic_prefix, findings), findings)
+    findings.dead_letters = _dead_letters(log_dir, topic_prefix, findings)
+    for table in TABLES:
+        want = table_rows(dsn, table)
+        compare_rows(f"redis {table}", want, redis_rows(redis_url, table, name), findings)
+        compare_rows(f"opensearch {table}", want,
+                     opensearch_rows(opensearch_url, f"{name}_{table}"), findings)
+    return findings

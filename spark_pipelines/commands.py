@@ -1,0 +1,262 @@
+"""``cdc replay JOB``: the Spark jobs that rebuild from the log.
+
+Jobs: ``materialize``, ``state-as-of``, ``rebuild-search``, ``rebuild-cache``,
+``aggregates``. Every job takes ``-c FILE`` (the pipeline: where the log is),
+``--master`` (default ``spark.master`` of the file, itself ``local[*]`` by default),
+``--tables`` and ``--output``; stages and tasks show as progress bars, and a summary
+table ends the run.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pyspark.sql import SparkSession
+from rich.console import Console
+from rich.table import Table
+
+from cdc.capture.lsn import format_lsn, parse_lsn
+from cdc.config import PipelineConfig
+from cdc.config.commands import config_option, load_config_or_exit
+
+from .materialize_job import TableResult, materialize_tables, output_dir
+from .progress import stage_progress
+from .session import spark_session
+from .source import LogSource
+from .state import ReplayError, TableHistory, load_histories, lsn_at, select_tables
+
+F = TypeVar("F", bound=Callable[..., Any])
+_LSN = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
+
+
+def _job_options(command: F) -> F:
+    options = [
+        config_option,
+        click.option("--master", default=None,
+                     help="Spark master URL (default: spark.master of the file, local[*])."),
+        click.option("--tables", "tables", multiple=True,
+                     help="schema.table, repeatable or comma-separated (default: "
+                     "source.tables, else every captured table)."),
+        click.option("--output", type=click.Path(path_type=Path), default=None,
+                     help="Where datasets go (default: spark.output_path)."),
+        click.option("--progress/--no-progress", default=True,
+                     help="Show Spark stages and tasks as progress bars."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _as_of_option(required: bool) -> Callable[[F], F]:
+    return click.option("--as-of", "as_of", required=required, default=None,
+                        help="A commit LSN (0/16B37A0) or a time with a zone "
+                        "(2026-11-21T10:00:00Z): the state committed at or before it.")
+
+
+class ReplayRun:
+    """What every job shares: the config, the log, the session, the console."""
+
+    def __init__(self, config: PipelineConfig, spark: SparkSession, console: Console,
+                 tables: tuple[str, ...], output: Path | None) -> None:
+        self.config = config
+        self.spark = spark
+        self.console = console
+        self.source = LogSource.of(config)
+        self.output = output or config.spark.output_path
+        self._wanted = tuple(t.strip() for arg in tables for t in arg.split(",") if t.strip())
+
+    def tables(self) -> list[TableHistory]:
+        """The tables the job works on, with their schema history."""
+        return select_tables(load_histories(self.spark, self.source), self._wanted,
+                             self.config.source.tables or ())
+
+    def resolve_as_of(self, text: str, tables: list[TableHistory]) -> int:
+        """``--as-of`` as a commit LSN (a time becomes the newest LSN at or before it)."""
+        if _LSN.fullmatch(text):
+            return parse_lsn(text)
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ReplayError(f"--as-of: {text!r} is neither an LSN nor an ISO time; give "
+                              "an LSN like 0/16B37A0 or a time like 2026-11-21T10:00:00Z"
+                              ) from None
+        if when.tzinfo is None:
+            raise ReplayError(f"--as-of: {text!r} has no time zone; add one, like "
+                              f"{text}Z (UTC) or {text}+02:00")
+        topics = {self.source.topic(t.name): self.source.end_offsets(self.source.topic(t.name))
+                  for t in tables}
+        lsn = lsn_at(self.spark, self.source, topics, when)
+        self.console.print(f"--as-of {text}: the newest commit at or before it is "
+                           f"LSN {format_lsn(lsn)}")
+        return lsn
+
+
+@contextmanager
+def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
+            output: Path | None, progress: bool, job: str) -> Iterator[ReplayRun]:
+    config = load_config_or_exit(config_path)
+    console = Console(stderr=True)
+    jars: list[Path] = []
+    if config.log.backend == "kafka":
+        from compose.launcher import spark_kafka_jars
+
+        jars = spark_kafka_jars()
+    started = time.perf_counter()
+    try:
+        with spark_session(master or config.spark.master, config.spark.conf,
+                           app_name=f"distributary-{job}", jars=jars) as spark, \
+                stage_progress(spark.sparkContext, console, progress):
+            yield ReplayRun(config, spark, console, tables, output)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"{job}: done in {time.perf_counter() - started:.1f}s")
+
+
+def print_summary(run: ReplayRun, title: str, results: list[TableResult]) -> None:
+    """One line per dataset (for scripts), then a table (for people)."""
+    for result in results:
+        for warning in result.warnings:
+            run.console.print(f"[yellow]warning[/]: {warning}")
+        click.echo(f"{result.name}: rows={result.rows} checksum={result.checksum} "
+                   f"path={result.path}")
+    table = Table(title=title)
+    for heading in ("dataset", "rows", "checksum", "seconds", "path"):
+        table.add_column(heading)
+    for result in results:
+        table.add_row(result.name, str(result.rows), result.checksum,
+                      f"{result.seconds:.1f}", str(result.path))
+    run.console.print(table)
+
+
+@click.group("replay")
+def replay() -> None:
+    """Spark jobs over the log: materialize, state-as-of, rebuild-search, rebuild-cache,
+    aggregates.
+
+    Example: cdc replay materialize -c pipeline.yaml --tables public.orders
+    """
+
+
+@replay.command("materialize")
+@_job_options
+@_as_of_option(required=False)
+def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
+                output: Path | None, progress: bool, as_of: str | None) -> None:
+    """Each table's current state as Parquet, with row count and checksum.
+
+    Example: cdc replay materialize -c pipeline.yaml --tables public.orders
+    """
+    with _replay(config_path, master, tables, output, progress, "materialize") as run:
+        chosen = run.tables()
+        lsn = run.resolve_as_of(as_of, chosen) if as_of else None
+        print_summary(run, "materialized", materialize_tables(
+            run.spark, run.source, chosen, run.output, as_of_lsn=lsn))
+
+
+@replay.command("state-as-of")
+@_job_options
+@_as_of_option(required=True)
+def state_as_of(config_path: Path, master: str | None, tables: tuple[str, ...],
+                output: Path | None, progress: bool, as_of: str) -> None:
+    """Each table's state as of a commit LSN or time, as Parquet under as_of_<lsn>/.
+
+    Example: cdc replay state-as-of -c pipeline.yaml --as-of 2026-11-21T10:00:00Z
+    """
+    with _replay(config_path, master, tables, output, progress, "state-as-of") as run:
+        chosen = run.tables()
+        lsn = run.resolve_as_of(as_of, chosen)
+        print_summary(run, f"state as of {format_lsn(lsn)}", materialize_tables(
+            run.spark, run.source, chosen, run.output, as_of_lsn=lsn))
+
+
+def _sink_config(run: ReplayRun, sink_type: str, name: str | None) -> tuple[str, Any]:
+    """The validated config of the ``sink_type`` connector (``--connector`` picks one)."""
+    found = [c for c in run.config.connectors if c.type == sink_type
+             and (name is None or c.name == name)]
+    if len(found) != 1:
+        known = ", ".join(c.name for c in run.config.connectors if c.type == sink_type)
+        what = f"named {name!r} " if name else ""
+        problem = "no" if not found else "more than one"
+        raise ReplayError(f"--connector: {problem} {sink_type} connector {what}in the pipeline "
+                          f"file (found: {known or 'none'}); name one with --connector")
+    return found[0].name, found[0].config
+
+
+@replay.command("rebuild-search")
+@_job_options
+@click.option("--connector", default=None, help="The opensearch connector (if several).")
+@click.option("--drop-old", is_flag=True, help="Delete the old index after the swap.")
+def rebuild_search(config_path: Path, master: str | None, tables: tuple[str, ...],
+                   output: Path | None, progress: bool, connector: str | None,
+                   drop_old: bool) -> None:
+    """Rebuild each table's OpenSearch index from the log and swap its alias atomically.
+
+    Example: cdc replay rebuild-search -c pipeline.yaml --tables public.orders
+    """
+    from .search_rebuild import rebuild_table
+
+    with _replay(config_path, master, tables, output, progress, "rebuild-search") as run:
+        _, sink_config = _sink_config(run, "opensearch", connector)
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        results: list[TableResult] = []
+        for history in run.tables():
+            results.extend(rebuild_table(run.spark, run.source, history, sink_config,
+                                         drop_old=drop_old, stamp=stamp))
+        print_summary(run, "search indices rebuilt", results)
+
+
+@replay.command("rebuild-cache")
+@_job_options
+@click.option("--connector", default=None, help="The redis connector (if several).")
+def rebuild_cache(config_path: Path, master: str | None, tables: tuple[str, ...],
+                  output: Path | None, progress: bool, connector: str | None) -> None:
+    """Repopulate Redis from the log through the Redis sink's views and version guard.
+
+    Example: cdc replay rebuild-cache -c pipeline.yaml --tables public.customers
+    """
+    from .cache_rebuild import rebuild_cache_table
+
+    with _replay(config_path, master, tables, output, progress, "rebuild-cache") as run:
+        _, sink_config = _sink_config(run, "redis", connector)
+        results = [rebuild_cache_table(run.spark, run.source, history, sink_config)
+                   for history in run.tables()]
+        print_summary(run, "cache rebuilt", results)
+
+
+@replay.command("aggregates")
+@_job_options
+@_as_of_option(required=False)
+@click.option("--aggregate", "names", multiple=True,
+              help="Run only this aggregate of spark.aggregates (repeatable; default: all).")
+def aggregates(config_path: Path, master: str | None, tables: tuple[str, ...],
+               output: Path | None, progress: bool, as_of: str | None,
+               names: tuple[str, ...]) -> None:
+    """Each of spark.aggregates (Spark SQL over the materialized tables) as Parquet under
+    OUTPUT/aggregates/NAME, with row count and checksum.
+
+    The tables the queries name (or --tables) are materialized first; each is a view
+    `schema.table` (in backticks) and, when unambiguous, plain table.
+
+    Example: cdc replay aggregates -c compose/pipeline.yaml
+    """
+    from .aggregates import run_aggregates, select_aggregates, tables_read_by
+
+    with _replay(config_path, master, tables, output, progress, "aggregates") as run:
+        chosen = select_aggregates(run.config.spark.aggregates, names, config_path)
+        histories = run.tables()
+        if not tables:
+            histories = tables_read_by(chosen, histories)
+        lsn = run.resolve_as_of(as_of, histories) if as_of else None
+        materialized = materialize_tables(run.spark, run.source, histories, run.output,
+                                          as_of_lsn=lsn)
+        derived = run_aggregates(run.spark, chosen,
+                                 {result.name: Path(result.path) for result in materialized},
+                                 output_dir(run.output, lsn))
+        print_summary(run, "aggregates", [*materialized, *derived])

@@ -1,0 +1,140 @@
+"""Where a job reads the log: the file backend with Spark's JSON reader, or Kafka through
+Spark's Kafka source. Both give the same columns: ``partition``, ``offset``, ``lsn``,
+``seq`` (the source position), ``key`` (the key's JSON text) and ``value`` (the event,
+typed by the schema a job asks for).
+
+A job first takes the end offset of every partition (``end_offsets``) and reads only
+below it, so everything it computes describes one prefix of the log even while the
+capture keeps appending, and a rebuild knows where to resume from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from cdc.config import PipelineConfig
+from cdc.log import Log
+from cdc.log.file import FileLog
+
+from .log_source import read_topic
+
+EndOffsets = Mapping[int, int]
+COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
+
+
+@dataclass(frozen=True, slots=True)
+class LogSource:
+    """The log a pipeline writes, as a Spark job reads it."""
+
+    backend: Literal["file", "kafka"]
+    topic_prefix: str
+    path: Path | None = None
+    bootstrap_servers: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> LogSource:
+        """The log of a pipeline file."""
+        log = config.log
+        return cls(log.backend, config.topic_prefix, log.path, tuple(log.bootstrap_servers))
+
+    def topic(self, table: str) -> str:
+        """The topic of ``schema.table``."""
+        return f"{self.topic_prefix}.{table}"
+
+    @property
+    def schema_topic(self) -> str:
+        return f"{self.topic_prefix}._schemas"
+
+    def open_log(self) -> Log:
+        """The log itself, for offsets and for reading past where a job stopped."""
+        if self.backend == "file":
+            assert self.path is not None
+            return FileLog(self.path)
+        from cdc.log.kafka import KafkaLog
+
+        return KafkaLog(self.bootstrap_servers)
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Partition → the offset after its last record, now (empty if no such topic)."""
+        log = self.open_log()
+        try:
+            admin = log.admin()
+            if topic not in admin.topics():
+                return {}
+            return {info.partition: info.end_offset for info in admin.partitions(topic)}
+        finally:
+            log.close()
+
+    def read(self, spark: SparkSession, topic: str, value_type: DataType,
+             ends: EndOffsets) -> DataFrame:
+        """The records of ``topic`` below ``ends`` (see the module docstring)."""
+        if not any(ends.values()):
+            return spark.createDataFrame([], record_columns(value_type))
+        if self.backend == "file":
+            assert self.path is not None
+            frame = read_topic(spark, self.path, topic, value_type)
+        else:
+            frame = self._read_kafka(spark, topic, value_type, ends)
+        bound = F.lit(False)
+        for partition, end in ends.items():
+            bound = bound | ((F.col("partition") == partition) & (F.col("offset") < end))
+        return frame.select(F.col("partition").cast(IntegerType()).alias("partition"),
+                            *COLUMNS[1:]).where(bound)
+
+    def _read_kafka(self, spark: SparkSession, topic: str, value_type: DataType,
+                    ends: EndOffsets) -> DataFrame:
+        ending = orjson.dumps({topic: {str(p): end for p, end in ends.items()}}).decode()
+        raw = (spark.read.format("kafka")
+               .option("kafka.bootstrap.servers", ",".join(self.bootstrap_servers))
+               .option("subscribe", topic)
+               .option("startingOffsets", "earliest")
+               .option("endingOffsets", ending)
+               .option("includeHeaders", "true")
+               .load())
+        return raw.select(
+            "partition", "offset",
+            _header("lsn").alias("lsn"),
+            F.coalesce(_header("seq"), F.lit(0).cast(LongType())).alias("seq"),
+            F.col("key").cast(StringType()).alias("key"),
+            _parsed(F.col("value").cast(StringType()), value_type).alias("value"))
+
+    def schema_values(self, spark: SparkSession) -> list[str]:
+        """Every record value of the schema topic (JSON text)."""
+        ends = self.end_offsets(self.schema_topic)
+        rows = self.read(spark, self.schema_topic, StringType(), ends).select("value").collect()
+        return [str(row["value"]) for row in rows]
+
+
+def record_columns(value_type: DataType) -> StructType:
+    """The schema of ``LogSource.read``'s frame."""
+    return StructType([
+        StructField("partition", IntegerType()), StructField("offset", LongType()),
+        StructField("lsn", LongType()), StructField("seq", LongType()),
+        StructField("key", StringType()), StructField("value", value_type)])
+
+
+def _parsed(text: Column, value_type: DataType) -> Column:
+    if isinstance(value_type, StructType | ArrayType):
+        return F.from_json(text, value_type, {"mode": "FAILFAST"})
+    return text  # the raw JSON text, as the file reader gives a string field
+
+
+def _header(name: str) -> Column:
+    found = F.expr(f"try_element_at(filter(headers, h -> h.key = '{name}'), 1).value")
+    return found.cast(StringType()).cast(LongType())

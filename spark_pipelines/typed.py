@@ -1,0 +1,64 @@
+"""From the events' text to typed columns, without losing a value on the way.
+
+Each column is converted with ``try_cast`` to the type ``columns.spark_type`` gives it
+(base64 for ``bytea``). A value Spark's type cannot hold — ``infinity`` as a timestamp,
+``NaN`` in a ``numeric(p, s)``, a year past 9999 — would become ``NULL``; the job checks
+for that (one aggregation) and keeps any such column as its exact text instead, with a
+warning naming the table, the column, how many values and one example.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DataType, StringType
+
+from .columns import TableColumns, spark_type
+
+
+@dataclass(frozen=True, slots=True)
+class KeptAsText:
+    """A column whose values did not all fit its Spark type."""
+
+    column: str
+    spark_type: str
+    values: int
+    example: str
+
+    def warning(self, table: str) -> str:
+        return (f"{table}.{self.column}: {self.values} value(s) do not fit Spark's "
+                f"{self.spark_type} (for example {self.example!r}); the column is written "
+                "as its exact text instead")
+
+
+def _converted(name: str, data_type: DataType) -> Column:
+    text = F.col(f"`{name}`")
+    if isinstance(data_type, BinaryType):
+        return F.try_to_binary(text, F.lit("base64"))
+    return text.try_cast(data_type)
+
+
+def typed_state(state: DataFrame, table: TableColumns,
+                passed: Sequence[str] = ()) -> tuple[DataFrame, list[KeptAsText]]:
+    """``state``'s table columns converted, then the columns ``passed`` as they are (the
+    other ``_`` columns dropped); and the columns kept as text because some value did
+    not fit."""
+    types = {c.name: spark_type(c) for c in table.columns}
+    checked = [name for name, t in types.items() if not isinstance(t, StringType)]
+    kept: list[KeptAsText] = []
+    if checked:
+        lost = {name: F.col(f"`{name}`").isNotNull() & _converted(name, types[name]).isNull()
+                for name in checked}
+        counts = state.agg(*[F.count(F.when(lost[n], 1)).alias(n) for n in checked]).collect()[0]
+        for name in checked:
+            if counts[name]:
+                example = state.where(lost[name]).select(f"`{name}`").first()
+                kept.append(KeptAsText(name, types[name].simpleString(), int(counts[name]),
+                                       str(example[0]) if example else ""))
+                types[name] = StringType()
+    return state.select(*[_converted(name, t).alias(name) if not isinstance(t, StringType)
+                          else F.col(f"`{name}`") for name, t in types.items()],
+                        *passed), kept

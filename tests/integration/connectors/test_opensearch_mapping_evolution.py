@@ -1,0 +1,143 @@
+"""The OpenSearch sink follows schema changes: new columns get the mapping of their type.
+
+Real PostgreSQL, capture, log, connector runtime and OpenSearch: columns added mid-stream
+are mapped from the schema topic's column types the moment their first document is
+written (even when that value is null, or a numeric string a value-based guess would map
+as text), and a type change the existing field cannot hold is a dead letter naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from opensearchpy import OpenSearch
+
+from .conftest import MakeHarness
+from .harness import PipelineHarness, wait_until
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = "CREATE TABLE products (id int PRIMARY KEY, name text, qty int)"
+
+
+@pytest.fixture
+def search(opensearch_url: str, unique_name: str) -> Iterator[OpenSearch]:
+    client = OpenSearch(hosts=[opensearch_url], timeout=30)
+    yield client
+    client.indices.delete(index=f"{unique_name}*", expand_wildcards="all",
+                          ignore_unavailable=True)
+    client.close()
+
+
+def _connectors(name: str, opensearch_url: str) -> str:
+    return f"""
+  - name: search
+    type: opensearch
+    topics: [{name}.public.products]
+    batch_timeout: 50ms
+    batch_size: 100
+    config:
+      hosts: [{opensearch_url}]
+      index: "{name}_{{table}}"
+"""
+
+
+def _sources(client: OpenSearch, alias: str) -> dict[str, dict[str, Any]]:
+    client.indices.refresh(index=alias)
+    found = client.search(index=alias, body={"size": 1000})
+    return {hit["_id"]: hit["_source"] for hit in found["hits"]["hits"]}
+
+
+def _wait_for_ids(harness: PipelineHarness, client: OpenSearch, alias: str,
+                  ids: set[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+
+    def indexed() -> bool:
+        nonlocal found
+        if not client.indices.exists_alias(name=alias):
+            return False
+        found = _sources(client, alias)
+        return ids <= found.keys()
+
+    wait_until(indexed, timeout=60, what=f"documents {sorted(ids)} in {alias}")
+    return found
+
+
+def _properties(client: OpenSearch, alias: str) -> dict[str, Any]:
+    mapping = client.indices.get_mapping(index=alias)
+    (index,) = mapping.values()
+    properties: dict[str, Any] = index["mappings"]["properties"]
+    return properties
+
+
+def test_new_columns_are_mapped_by_their_type(make_harness: MakeHarness, search: OpenSearch,
+                                              unique_name: str, opensearch_url: str) -> None:
+    harness = make_harness(SCHEMA, _connectors(unique_name, opensearch_url))
+    alias = f"{unique_name}_products"
+    harness.start_capture()
+    harness.start_connector("search")
+    harness.execute("INSERT INTO products VALUES (1, 'one', 5), (2, 'two', 6)")
+    _wait_for_ids(harness, search, alias, {"1", "2"})
+    assert _properties(search, alias)["qty"] == {"type": "long"}
+
+    harness.execute(
+        "ALTER TABLE products ADD COLUMN price numeric(10,2),"
+        " ADD COLUMN added_at timestamptz, ADD COLUMN in_stock boolean,"
+        " ADD COLUMN weight float8, ADD COLUMN meta jsonb, ADD COLUMN sku uuid,"
+        " ADD COLUMN tags text[], ADD COLUMN code varchar(8) DEFAULT '0042'")
+    # the first documents with the new fields: nulls, and a numeric that looks like text
+    harness.execute("INSERT INTO products (id, name, qty) VALUES (3, 'three', 7)")
+    harness.execute("INSERT INTO products VALUES (4, 'four', 8, 12.50, '2026-11-21 10:00:00+00',"
+                    " true, 1.5, '{\"color\": \"red\"}', "
+                    "'7b0d3a53-2f7d-4b0e-9a55-5a0c2b8f1e01', '{a,b}', '0007')",
+                    "INSERT INTO products (id, name, qty, price) VALUES (5, 'five', 9, 99.99)")
+    docs = _wait_for_ids(harness, search, alias, {"3", "4", "5"})
+    assert docs["4"]["price"] == "12.50" and docs["3"]["price"] is None
+    assert docs["3"]["code"] == "0042"
+
+    properties = _properties(search, alias)
+    assert properties["price"] == {"type": "keyword", "fields": {
+        "double": {"type": "double", "ignore_malformed": True}}}
+    assert properties["added_at"] == {"type": "date", "ignore_malformed": True}
+    assert properties["in_stock"] == {"type": "boolean"}
+    assert properties["weight"] == {"type": "double"}
+    assert properties["meta"] == {"type": "flat_object"}
+    assert properties["sku"]["type"] == "keyword"
+    assert properties["tags"]["type"] == "text"
+    assert properties["code"]["type"] == "text", "a varchar is text, never a guessed number"
+    ranged = search.search(index=alias, body={
+        "query": {"range": {"price.double": {"gte": 50}}}})
+    assert [hit["_id"] for hit in ranged["hits"]["hits"]] == ["5"]
+
+    # int → bigint: the long field holds the wider values
+    harness.execute("ALTER TABLE products ALTER COLUMN qty TYPE bigint",
+                    "UPDATE products SET qty = 1099511627776 WHERE id = 1")
+    wait_until(lambda: _sources(search, alias)["1"]["qty"] == 1099511627776, timeout=60,
+               what="the bigint value indexed")
+    assert _properties(search, alias)["qty"] == {"type": "long"}
+
+
+def test_a_type_change_the_field_cannot_hold_is_a_dead_letter(
+        make_harness: MakeHarness, search: OpenSearch, unique_name: str,
+        opensearch_url: str) -> None:
+    harness = make_harness(SCHEMA, _connectors(unique_name, opensearch_url))
+    alias = f"{unique_name}_products"
+    harness.start_capture()
+    harness.start_connector("search")
+    harness.execute("INSERT INTO products VALUES (1, 'one', 5)")
+    _wait_for_ids(harness, search, alias, {"1"})
+    harness.execute("ALTER TABLE products ALTER COLUMN qty TYPE text",
+                    "UPDATE products SET qty = 'many' WHERE id = 1",
+                    "INSERT INTO products VALUES (2, 'two', '12')")
+    docs = _wait_for_ids(harness, search, alias, {"2"})
+    assert docs["2"]["qty"] == "12"  # OpenSearch coerces a numeric text into the long field
+    assert docs["1"]["qty"] == 5, "'many' was not indexed"
+    dead_letters = f"{unique_name}.dlq.search"
+    wait_until(lambda: harness.end_offsets(dead_letters) == 1, timeout=30,
+               what="one dead letter")
+    (dead,) = [orjson.loads(m.value) for m in harness.messages(dead_letters)]
+    text = orjson.dumps(dead).decode()
+    assert "mapper_parsing_exception" in text and "[qty]" in text and "many" in text
