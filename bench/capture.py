@@ -1,7 +1,7 @@
 """Capture throughput against pg_recvlogical on the same changes (``make bench-capture``).
 
 Starts its own PostgreSQL, creates two slots at the same LSN, runs the workloads of
-shared/PERFORMANCE.md ("bulk": one transaction inserting 1,000,000 rows then one updating
+docs/performance.md ("bulk": one transaction inserting 1,000,000 rows then one updating
 500,000; "oltp": 200,000 transactions of one update and one insert), then consumes the
 same changes with ``pg_recvlogical`` (pgoutput, same publication and options) and with
 ``cdc capture`` into a durable file log. ``BENCH_SCALE`` (default 1) scales the row counts.

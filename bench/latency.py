@@ -10,7 +10,7 @@ duration). Latency is from the moment COMMIT returned to:
   was acknowledged), polled every 20 ms for one row in ten.
 
 Prints ``name=value`` lines, the headline last. The targets are absolute
-(shared/PERFORMANCE.md: p99 ≤ 100 ms Redis, ≤ 300 ms OpenSearch); ``postgres_commit_p99_ms``
+(docs/performance.md: p99 ≤ 100 ms Redis, ≤ 300 ms OpenSearch); ``postgres_commit_p99_ms``
 is printed beside them as the side-by-side reference of how loaded the machine was.
 """
 

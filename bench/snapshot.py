@@ -1,6 +1,6 @@
 """Initial snapshot throughput against a plain COPY of the same table (``make bench-snapshot``).
 
-Starts its own PostgreSQL, fills ``orders`` (the table of shared/PERFORMANCE.md) with
+Starts its own PostgreSQL, fills ``orders`` (the table of docs/performance.md) with
 1,000,000 rows (``BENCH_SCALE`` scales it), then side by side: the reference, ``COPY
 (SELECT …) TO STDOUT`` of the table into /dev/null through psycopg (best of two runs,
 one before and one after), and the capture's initial snapshot of the same table —
