@@ -4,9 +4,10 @@ BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
 CHAOS_ARGS ?=
+BACKEND ?= file
 FUZZ_SECONDS ?= 60
 
-.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot chaos clean
+.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -52,14 +53,18 @@ bench-spark: setup
 bench-snapshot: setup
 	$(BIN)/python -m bench.snapshot
 
-bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-snapshot
+# 2,000 tables x 3 partitions under ulimit -n 1024 (BENCH_TABLES, BENCH_SCALE scale it)
+bench-tables: setup
+	$(BIN)/python -m bench.tables
+
+bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-snapshot bench-tables
 
 # The pgoutput decoder fuzzed for FUZZ_SECONDS (atheris), then the whole pipeline under
 # faults (python -m chaos; CHAOS_ARGS="--short" for the quick version). Needs root for the
-# log's tmpfs.
+# log's tmpfs. BACKEND=kafka runs it with the Kafka log (a local Kafka is started).
 chaos: setup
 	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$(FUZZ_SECONDS)
-	$(BIN)/python -m chaos $(CHAOS_ARGS)
+	$(BIN)/python -m chaos --backend $(BACKEND) $(CHAOS_ARGS)
 
 clean:
 	rm -rf .data .pytest_cache .mypy_cache .ruff_cache

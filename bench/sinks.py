@@ -12,6 +12,7 @@ the headline last.
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import shutil
@@ -148,36 +149,53 @@ def redis_reference(client: redis.Redis, events: list[Event]) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
-    """Fill a log, run both sinks and both references; print the figures."""
+def main(argv: list[str] | None = None) -> None:
+    """Fill a log, run the sinks and their references (``--only`` one of them); print the
+    figures."""
+    parser = argparse.ArgumentParser(prog="python -m bench.sinks", description=__doc__)
+    parser.add_argument("--only", choices=("opensearch", "redis"),
+                        help="run only this sink and its reference")
+    only = parser.parse_args(argv).only
     workdir = Path(tempfile.mkdtemp(prefix="bench-sinks-"))
     events = make_events()
     log = FileLog(workdir / "log")
     try:
         fill_log(log, events)
-        with OpenSearchServer() as search_server:
-            client = OpenSearch([search_server.url], timeout=120)
-            warm_up(client, events)
-            sink_s = run_connector(log, "opensearch", {"hosts": [search_server.url],
-                                                       "index": "orders", "bulk_size": BATCH})
-            reference_s = opensearch_reference(client, events, "orders")
-            client.close()
-        print(f"opensearch_sink_events_per_s={EVENTS / sink_s:.0f}")
-        print(f"opensearch_bulk_helper_events_per_s={EVENTS / reference_s:.0f}")
-        print(f"opensearch_sink_ratio_vs_bulk_helper={reference_s / sink_s:.2f}")
-        with RedisServer() as redis_server:
-            cache = redis.Redis.from_url(redis_server.url)
-            reference_s = redis_reference(cache, events)
-            sink_s = run_connector(log, "redis", {"url": redis_server.url,
-                                                  "key_template": "orders:{key}"})
-            cache.close()
-        print(f"events={EVENTS}")
-        print(f"redis_sink_events_per_s={EVENTS / sink_s:.0f}")
-        print(f"redis_pipeline_events_per_s={EVENTS / reference_s:.0f}")
-        print(f"redis_sink_ratio_vs_pipeline={reference_s / sink_s:.2f}")
+        if only in (None, "opensearch"):
+            bench_opensearch(log, events)
+        if only in (None, "redis"):
+            bench_redis(log, events)
     finally:
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def bench_opensearch(log: FileLog, events: list[Event]) -> None:
+    """The OpenSearch sink against ``helpers.bulk``."""
+    with OpenSearchServer() as search_server:
+        client = OpenSearch([search_server.url], timeout=120)
+        warm_up(client, events)
+        sink_s = run_connector(log, "opensearch", {"hosts": [search_server.url],
+                                                   "index": "orders", "bulk_size": BATCH})
+        reference_s = opensearch_reference(client, events, "orders")
+        client.close()
+    print(f"opensearch_sink_events_per_s={EVENTS / sink_s:.0f}")
+    print(f"opensearch_bulk_helper_events_per_s={EVENTS / reference_s:.0f}")
+    print(f"opensearch_sink_ratio_vs_bulk_helper={reference_s / sink_s:.2f}")
+
+
+def bench_redis(log: FileLog, events: list[Event]) -> None:
+    """The Redis sink against pipelined ``SET``/``DEL``."""
+    with RedisServer() as redis_server:
+        cache = redis.Redis.from_url(redis_server.url)
+        reference_s = redis_reference(cache, events)
+        sink_s = run_connector(log, "redis", {"url": redis_server.url,
+                                              "key_template": "orders:{key}"})
+        cache.close()
+    print(f"events={EVENTS}")
+    print(f"redis_sink_events_per_s={EVENTS / sink_s:.0f}")
+    print(f"redis_pipeline_events_per_s={EVENTS / reference_s:.0f}")
+    print(f"redis_sink_ratio_vs_pipeline={reference_s / sink_s:.2f}")
 
 
 if __name__ == "__main__":

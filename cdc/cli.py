@@ -6,6 +6,7 @@ import click
 
 from cdc.capture.commands import capture, doctor
 from cdc.capture.ddl_command import ddl_group
+from cdc.capture.event_schema_command import event_schema
 from cdc.capture.snapshot_command import snapshot
 from cdc.config.commands import config_schema, validate
 from cdc.help_examples import add_examples
@@ -29,6 +30,7 @@ def main(log_format: LogFormat) -> None:
 
 main.add_command(validate)
 main.add_command(config_schema)
+main.add_command(event_schema)
 main.add_command(log_group)
 main.add_command(capture)
 main.add_command(doctor)

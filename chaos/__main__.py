@@ -1,4 +1,4 @@
-"""``python -m chaos [--duration S] [--short] [--seed N] [--fuzz-seconds S]``."""
+"""``python -m chaos [--backend file|kafka] [--duration S] [--short] [--seed N]``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def report(result: ChaosResult) -> str:
         "faults: " + " ".join(f"{kind}={count}" for kind, count in sorted(result.faults.items())),
         f"log: committed_changes={found.committed} logged={found.logged} "
         f"misordered={found.misordered} wrong_images={found.wrong_images}",
-        f"sinks: rows_diverged={found.sink_rows_diverged} dead_letters={found.dead_letters} "
+        f"sinks: rows_diverged={found.sink_rows_diverged} "
+        f"log_replay_rows_diverged={found.log_rows_diverged} dead_letters={found.dead_letters} "
         f"unexpected_child_exits={result.unexpected_exits}",
         *(f"problem: {problem}" for problem in found.problems),
         *(f"fault not injected: {error}" for error in result.fault_errors),
@@ -37,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds of workload (default 600, short: 40)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (faults, workload)")
+    parser.add_argument("--backend", choices=("file", "kafka"), default="file",
+                        help="the log: the file backend on a small tmpfs, or Kafka "
+                             "(DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP, else one started here)")
     parser.add_argument("--keep-logs", type=Path, default=None, metavar="DIR",
                         help="copy the output of cdc capture and cdc connect here")
     args = parser.parse_args(argv)
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         options = short_options(args.duration or 40.0, args.seed)
     else:
         options = full_options(args.duration or 600.0, args.seed)
-    options = dataclasses.replace(options, keep_logs=args.keep_logs)
+    options = dataclasses.replace(options, keep_logs=args.keep_logs, backend=args.backend)
     result = run_chaos(options)
     print(report(result), flush=True)
     return 0 if result.ok else 1

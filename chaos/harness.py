@@ -1,13 +1,22 @@
-"""One chaos run: servers, pipeline, workload and faults, then the checks."""
+"""One chaos run: servers, pipeline, workload and faults, then the checks.
+
+The log is the file backend on a small tmpfs (so the disk can be filled) or Kafka
+(``backend="kafka"``: the Kafka named by ``DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP``, else one
+the harness starts; no disk-full fault then). The run begins with an initial snapshot of
+rows that predate the slot, interrupted by the faults of ``snapshot_faults``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
 import random
 import shutil
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,14 +25,16 @@ import psycopg
 import yaml
 
 from cdc.capture.lsn import parse_lsn
-from cdc.config import load_config
-from cdc.log.file import FileLog
+from cdc.config import PipelineConfig, load_config
+from cdc.log.open import open_log
+from compose.launcher import KafkaServer
 
 from .diskfill import SmallFilesystem
 from .faults import FaultInjector, FaultPlan, schedule
 from .processes import SupervisedProcess
 from .schema import TABLES, create_schema
 from .servers import ChaosServers
+from .snapshot_faults import SnapshotPlan, interrupted_snapshot, prefill
 from .verify import Findings, check_all
 from .workload import Workload, WorkloadPlan, WorkloadStats
 
@@ -43,7 +54,10 @@ class ChaosOptions:
     log_fs_bytes: int
     seed: int
     catch_up_s: float
+    snapshot: SnapshotPlan
     keep_logs: Path | None = None  # copy the children's output here at the end
+    backend: str = "file"  # or "kafka"
+    kafka_bootstrap: str | None = None  # kafka: this cluster (else the env's, or started)
 
 
 def full_options(duration: float, seed: int) -> ChaosOptions:
@@ -54,6 +68,7 @@ def full_options(duration: float, seed: int) -> ChaosOptions:
                          restart_postgres=2, fill_disk=1, outage_s=60, disk_full_s=20),
         workload=WorkloadPlan(rate=25, large_rows=200_000, large_every_s=duration / 4,
                               truncate_every_s=45),
+        snapshot=SnapshotPlan(bulk_rows=200_000, other_rows=20_000, crash_at_batch=20),
         log_fs_bytes=2 << 30)
 
 
@@ -65,6 +80,7 @@ def short_options(duration: float, seed: int) -> ChaosOptions:
                          restart_postgres=1, fill_disk=1, outage_s=4, disk_full_s=4),
         workload=WorkloadPlan(rate=20, large_rows=5_000, large_every_s=duration / 3,
                               truncate_every_s=15),
+        snapshot=SnapshotPlan(bulk_rows=30_000, other_rows=5_000, crash_at_batch=3),
         log_fs_bytes=256 << 20)
 
 
@@ -95,17 +111,24 @@ class ChaosResult:
                 f"duplicated={found.duplicated} diverged={found.diverged}")
 
 
-def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str) -> Path:
-    """The run's pipeline file: its own slot, log, index and key prefixes."""
-    topics = [f"{NAME}.public.{table}" for table in TABLES]
+def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str,
+                   kafka: str | None = None) -> Path:
+    """The run's pipeline file: its own slot, log (or topic prefix), index and keys."""
+    prefix = NAME if kafka is None else f"{NAME}_{uuid.uuid4().hex[:8]}"
+    topics = [f"{prefix}.public.{table}" for table in TABLES]
     retry = {"initial_backoff": "200ms", "max_backoff": "2s"}
+    log_section: dict[str, Any] = {
+        "backend": "file", "path": str(log_dir), "topic_prefix": prefix, "partitions": 3,
+        "retention": {"time": "forever", "size": "forever"}, "segment_bytes": "8MiB",
+        "fsync": True}
+    if kafka is not None:
+        log_section = {"backend": "kafka", "bootstrap_servers": [kafka],
+                       "topic_prefix": prefix, "partitions": 3}
     data: dict[str, Any] = {
         "source": {"dsn": dsn, "slot": NAME, "publication": NAME,
                    "tables": [f"public.{table}" for table in TABLES],
-                   "snapshot": "never", "heartbeat_interval": "1s"},
-        "log": {"backend": "file", "path": str(log_dir), "topic_prefix": NAME,
-                "partitions": 3, "retention": {"time": "forever", "size": "forever"},
-                "segment_bytes": "8MiB", "fsync": True},
+                   "snapshot": "initial", "heartbeat_interval": "1s"},
+        "log": log_section,
         "connectors": [
             {"name": "search", "type": "opensearch", "topics": topics, "batch_size": 2_000,
              "batch_timeout": "200ms", "retry": retry,
@@ -142,11 +165,11 @@ def _slot_flushed_past(dsn: str, target: int) -> bool:
     return row is not None and row[0] is not None and parse_lsn(row[0]) >= target
 
 
-def _groups_caught_up(log_dir: Path) -> bool:
-    event_log = FileLog(log_dir)
+def _groups_caught_up(config: PipelineConfig) -> bool:
+    event_log = open_log(config.log)
     try:
         admin = event_log.admin()
-        topics = {f"{NAME}.public.{table}" for table in TABLES} & set(admin.topics())
+        topics = {config.topic_for("public", table) for table in TABLES} & set(admin.topics())
         for group in CONNECTORS:
             lags = {(lag.topic, lag.partition): lag.committed or 0
                     for lag in admin.group_lag(group)}
@@ -159,31 +182,57 @@ def _groups_caught_up(log_dir: Path) -> bool:
         event_log.close()
 
 
+def _kafka(options: ChaosOptions, started: list[KafkaServer]) -> str | None:
+    """The Kafka bootstrap address for a ``kafka`` run (one started here if none is
+    named by ``DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP``); None for the file backend."""
+    if options.backend != "kafka":
+        return None
+    named = options.kafka_bootstrap or os.environ.get("DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP")
+    if named:
+        return named
+    server = KafkaServer()
+    server.start()
+    started.append(server)
+    return server.bootstrap_servers
+
+
 def run_chaos(options: ChaosOptions) -> ChaosResult:
     """Start everything, write while faults strike, wait for quiet, check, stop all."""
+    if options.backend not in ("file", "kafka"):
+        raise ValueError(f"backend {options.backend!r}: use 'file' or 'kafka'")
+    if options.backend == "kafka":  # the log is not on a filesystem the harness owns
+        options = dataclasses.replace(options, faults=dataclasses.replace(options.faults,
+                                                                          fill_disk=0))
     rng = random.Random(options.seed)
     workdir = Path(tempfile.mkdtemp(prefix="distributary-chaos-"))
     servers = ChaosServers()
     disk = SmallFilesystem(workdir / "logfs", options.log_fs_bytes)
+    kafka_servers: list[KafkaServer] = []
     children: list[SupervisedProcess] = []
     stop, abort = threading.Event(), threading.Event()
     try:
-        disk.mount()
+        if options.backend == "file":
+            disk.mount()
         servers.start()
+        kafka = _kafka(options, kafka_servers)
         dsn = servers.postgres.create_database(NAME)
         create_schema(dsn)
+        prefill(dsn, options.snapshot)
         log_dir = disk.mountpoint / "log"
-        pipeline = write_pipeline(workdir, log_dir, servers, dsn)
+        pipeline = write_pipeline(workdir, log_dir, servers, dsn, kafka)
+        config = load_config(pipeline)
         capture = SupervisedProcess("capture", ["capture", "-c", str(pipeline)],
                                     workdir / "capture.log")
         connect = SupervisedProcess("connect", ["connect", "-c", str(pipeline)],
                                     workdir / "connect.log")
         children += [capture, connect]
+        workload = Workload(dsn, rng, options.workload)
+        injector = FaultInjector(options.faults, servers, capture, connect, disk)
+        interrupted_snapshot(dsn, NAME, capture, options.snapshot, injector.done,
+                             injector.errors)
         capture.start()
         wait_until(lambda: _slot_exists(dsn), 60, "the capture created its slot")
         connect.start()
-        workload = Workload(dsn, rng, options.workload)
-        injector = FaultInjector(options.faults, servers, capture, connect, disk)
         writer = threading.Thread(target=workload.run, args=(stop,), name="workload",
                                   daemon=True)
         faults = threading.Thread(target=injector.run, name="faults", daemon=True, args=(
@@ -202,12 +251,16 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
                    and _slot_flushed_past(dsn, target), options.catch_up_s,
                    f"the capture acknowledged everything ({capture.log_tail()})")
         wait_until(lambda: _not_crash_looping(children, failures)
-                   and _groups_caught_up(log_dir), options.catch_up_s,
+                   and _groups_caught_up(config), options.catch_up_s,
                    f"the connectors caught up ({connect.log_tail()})")
         for child in children:
             child.stop()
-        findings = check_all(dsn, log_dir, NAME, servers.redis.url, servers.opensearch.url,
-                             NAME)
+        event_log = open_log(config.log)
+        try:
+            findings = check_all(dsn, event_log, config.topic_prefix, servers.redis.url,
+                                 servers.opensearch.url, NAME)
+        finally:
+            event_log.close()
         return ChaosResult(
             runs=capture.runs + connect.runs, faults=dict(injector.done),
             fault_errors=injector.errors, workload=workload.stats, findings=findings,
@@ -218,12 +271,16 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         for child in children:
             child.stop(timeout=20)
         servers.stop()
+        for server in kafka_servers:
+            server.stop()
         if options.keep_logs is not None:
             options.keep_logs.mkdir(parents=True, exist_ok=True)
             for child in children:
-                shutil.copy(child.log_path, options.keep_logs / child.log_path.name)
-            shutil.copytree(disk.mountpoint / "log", options.keep_logs / "log",
-                            dirs_exist_ok=True, ignore_dangling_symlinks=True)
+                if child.log_path.exists():
+                    shutil.copy(child.log_path, options.keep_logs / child.log_path.name)
+            if options.backend == "file":
+                shutil.copytree(disk.mountpoint / "log", options.keep_logs / "log",
+                                dirs_exist_ok=True, ignore_dangling_symlinks=True)
         disk.unmount()
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -49,6 +49,17 @@ class SupervisedProcess:
                                           env=env)
             self.runs += 1
 
+    def spawn_once(self, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """One run outside supervision (before ``start``), with ``extra_env`` set, e.g. a
+        crash point; the caller waits for it."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **extra_env}
+        with self.log_path.open("ab") as out:
+            out.write(f"--- run {self.runs + 1} (once) at {time.strftime('%X')}\n".encode())
+            out.flush()
+            self.runs += 1
+            return subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+
     def _supervise(self) -> None:
         backoff = 0.3
         while not self._stopping.is_set():

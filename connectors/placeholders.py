@@ -7,7 +7,7 @@ Placeholders: ``{prefix}`` (the capture's topic prefix), ``{topic}``, ``{schema}
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from string import Formatter
 from typing import Any
@@ -56,6 +56,25 @@ class NameTemplate:
     def render(self, names: TableNames, key: Mapping[str, Any] | None = None) -> str:
         """The name for ``names`` and ``key`` (a missing key column renders ``\\N``)."""
         return "".join(literal + self._value(field, names, key) for literal, field in self._parts)
+
+    def bind(self, names: TableNames) -> Callable[[Mapping[str, Any]], str]:
+        """``render`` with the table placeholders filled in once: a function of the key
+        alone, for rendering many keys of one table."""
+        pieces: list[tuple[str, str | None]] = []  # (literal text, key field after it)
+        text = ""
+        for literal, field in self._parts:
+            text += literal
+            if field is not None and field.split(".")[0] != "key":
+                text += self._value(field, names, None)
+            elif field is not None:
+                pieces.append((text, field))
+                text = ""
+        if len(pieces) == 1 and pieces[0][1] == "key":
+            head, tail = pieces[0][0], text
+            return lambda key: head + encode_key(key) + tail
+        value = self._value
+        return lambda key: "".join(literal + value(field, names, key)
+                                   for literal, field in pieces) + text
 
     def pattern(self, names: TableNames) -> str:
         """A Redis ``SCAN MATCH`` pattern of every name of this table (key parts as ``*``)."""

@@ -1,6 +1,8 @@
 """Read the file event log with Spark's own JSON reader (no Python code per record).
 
-Segments are JSON Lines under ``<log>/<topic>/partition=<p>/``; the ``partition``
+Segments are JSON Lines under ``<log>/<topic dir>/partition=<p>/`` (the directory name
+comes from ``cdc.log.file.topic_dir``: a topic with upper-case letters gets a hashed
+name, so topics differing in case stay apart on any file system); the ``partition``
 directory becomes a column by Spark's partition discovery. The schema is explicit: Spark
 never infers it from the whole log.
 """
@@ -18,6 +20,8 @@ from pyspark.sql.types import (
     StructField,
     StructType,
 )
+
+from cdc.log.file import topic_dir
 
 
 def record_schema(value_type: DataType | None = None) -> StructType:
@@ -44,4 +48,4 @@ def read_topic(spark: SparkSession, log_root: Path | str, topic: str,
     return (spark.read.schema(record_schema(value_type))
             .option("mode", "FAILFAST")
             .option("pathGlobFilter", "*.jsonl")
-            .json(str(Path(log_root) / topic)))
+            .json(str(topic_dir(log_root, topic))))

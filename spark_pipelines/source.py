@@ -11,7 +11,7 @@ capture keeps appending, and a rebuild knows where to resume from.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -29,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 from cdc.config import PipelineConfig
+from cdc.config.topic_names import TopicNamer
 from cdc.log import Log
 from cdc.log.file import FileLog
 
@@ -46,16 +47,19 @@ class LogSource:
     topic_prefix: str
     path: Path | None = None
     bootstrap_servers: tuple[str, ...] = ()
+    topic_names: Mapping[str, str] = field(default_factory=dict)  # log.topic_names
 
     @classmethod
     def of(cls, config: PipelineConfig) -> LogSource:
         """The log of a pipeline file."""
         log = config.log
-        return cls(log.backend, config.topic_prefix, log.path, tuple(log.bootstrap_servers))
+        return cls(log.backend, config.topic_prefix, log.path, tuple(log.bootstrap_servers),
+                   dict(log.topic_names))
 
     def topic(self, table: str) -> str:
-        """The topic of ``schema.table``."""
-        return f"{self.topic_prefix}.{table}"
+        """The topic of ``schema.table`` (the capture's rule: ``cdc.config.topic_names``)."""
+        schema, _, name = table.partition(".")
+        return TopicNamer(self.topic_prefix, self.topic_names).topic_for(schema, name)
 
     @property
     def schema_topic(self) -> str:

@@ -11,12 +11,14 @@ from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 
 from . import ddl
+from .ddl_drops import DROP_TRIGGER_NAME
 
 
 @click.group("ddl")
 def ddl_group() -> None:
-    """Record DDL text in the log (opt-in): an event trigger emits each DDL command as a
-    logical message; the capture writes it to <prefix>._ddl.
+    """Record DDL text in the log (opt-in): event triggers emit each DDL command as a
+    logical message; the capture writes it to <prefix>._ddl, and a truncate event on the
+    topic of every captured table a DROP removed.
 
     \b
     Example:
@@ -31,7 +33,8 @@ def ddl_group() -> None:
 @click.option("--sql", "print_sql", is_flag=True,
               help="Print the SQL instead of running it (for a DBA to run as superuser).")
 def install(config_path: Path, print_sql: bool) -> None:
-    """Create the event trigger distributary_ddl (needs a superuser).
+    """Create the event triggers distributary_ddl and distributary_ddl_drop (needs a
+    superuser; run it again after an upgrade to add a trigger an older version lacked).
 
     \b
     Example:
@@ -43,27 +46,28 @@ def install(config_path: Path, print_sql: bool) -> None:
             click.echo(statement.as_string(None) + ";")
         return
     _run(config_path, install=True)
-    click.echo(f"installed event trigger {ddl.TRIGGER_NAME}: DDL is recorded on "
-               "<prefix>._ddl from now on")
+    click.echo(f"installed event trigger {ddl.TRIGGER_NAME} (DDL is recorded on "
+               f"<prefix>._ddl from now on) and {DROP_TRIGGER_NAME} (a dropped table gets a "
+               "truncate event on its topic)")
 
 
 @ddl_group.command()
 @config_option
 def uninstall(config_path: Path) -> None:
-    """Drop the event trigger and its function.
+    """Drop the event triggers and their functions.
 
     \b
     Example:
       cdc ddl uninstall -c pipeline.yaml
     """
     _run(config_path, install=False)
-    click.echo(f"removed event trigger {ddl.TRIGGER_NAME}")
+    click.echo(f"removed event trigger {ddl.TRIGGER_NAME} and {DROP_TRIGGER_NAME}")
 
 
 @ddl_group.command()
 @config_option
 def status(config_path: Path) -> None:
-    """Say whether the event trigger is installed and enabled.
+    """Say whether the event triggers are installed and enabled.
 
     \b
     Example:

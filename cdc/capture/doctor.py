@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from cdc.config import PipelineConfig
 
 from .ddl import ddl_trigger_findings
+from .doctor_kafka import kafka_limit_findings
 from .findings import Finding, Level
 from .privileges import privilege_findings
-from .slot import read_slot, split_table
+from .publication import catalog_tables
+from .slot import read_slot
+from .table_selection import TableSelection, quote_name
+from .topics import topic_findings
 from .wal_safety import RECREATE_FLAG, wal_retention
 
 __all__ = ["Finding", "Level", "diagnose"]
@@ -22,9 +27,10 @@ RETAINED_WAL_WARN_BYTES = 1 << 30
 def diagnose(config: PipelineConfig) -> list[Finding]:
     """Run every check against the configured database."""
     with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
-        return [*_wal_level(conn), *privilege_findings(conn, config),
-                *_replica_identity(conn, config),
-                *_slot(conn, config), *ddl_trigger_findings(conn)]
+        return [*_wal_level(conn), *_selection(conn, config),
+                *privilege_findings(conn, config), *_replica_identity(conn, config),
+                *_slot(conn, config), *ddl_trigger_findings(conn),
+                *topic_findings(conn, config), *kafka_limit_findings(config)]
 
 
 def _wal_level(conn: psycopg.Connection[Any]) -> list[Finding]:
@@ -36,39 +42,75 @@ def _wal_level(conn: psycopg.Connection[Any]) -> list[Finding]:
                     "ALTER SYSTEM SET wal_level = logical; -- then restart PostgreSQL")]
 
 
+SHOWN_TABLES = 20  # names listed per finding before "… and N more"
+
+
+def _names(tables: list[str], shown: int = SHOWN_TABLES) -> str:
+    text = ", ".join(tables[:shown])
+    return text + (f" … and {len(tables) - shown} more" if len(tables) > shown else "")
+
+
+def _selection(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding]:
+    """What ``source.tables`` selects now: a count and the first names."""
+    entries = config.source.tables
+    if not entries:
+        return [Finding("ok", "tables", "source.tables is empty: every table is captured "
+                        "(a publication FOR ALL TABLES)")]
+    selection = TableSelection.parse(entries)
+    catalog = catalog_tables(conn)
+    chosen = [quote_name(s, t) for s, t in selection.resolve(catalog)]
+    findings = [Finding("ok" if chosen else "warn", "tables",
+                        f"source.tables selects {len(chosen)} tables"
+                        + (f": {_names(chosen)}" if chosen else ""),
+                        "" if chosen else "check the patterns against the schema")]
+    present = {(s, t) for s, t, _ in catalog}
+    unmatched = [p.written for p in selection.includes
+                 if p.exact is not None and p.exact not in present]
+    if unmatched:
+        findings.append(Finding("error", "tables", f"configured but not found: "
+                                f"{_names(unmatched)}",
+                                "create them, or remove them from source.tables"))
+    empty = [w for w in selection.unmatched(catalog) if w not in unmatched]
+    if empty:
+        findings.append(Finding("warn", "tables", f"patterns that select no table: "
+                                f"{_names(empty)}", "check their spelling (names are "
+                                "case-sensitive; quote odd names: '\"My Schema\".\"T\"')"))
+    return findings
+
+
 def _replica_identity(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding]:
     rows = conn.execute(
-        "SELECT n.nspname, c.relname, c.relreplident,"
+        "SELECT n.nspname, c.relname, c.relreplident, c.relispartition,"
         " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)"
         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog',"
         " 'information_schema') AND n.nspname NOT LIKE 'pg_toast%%'"
         " ORDER BY 1, 2").fetchall()
-    wanted = {".".join(split_table(t)) for t in config.source.tables}
-    findings = []
-    for schema, table, identity, has_pk in rows:
-        name = f"{schema}.{table}"
-        if wanted and name not in wanted:
+    selection = TableSelection.parse(config.source.tables)
+    problems, fine = [], []
+    for schema, table, identity, partition, has_pk in rows:
+        if not selection.everything and not selection.selects(schema, table,
+                                                               partition=partition):
             continue
-        quoted = f'"{schema}"."{table}"'
+        name = f"{schema}.{table}"
+        quoted = sql.Identifier(schema, table).as_string(conn)
         if identity == "n":
-            findings.append(Finding("error", f"replica identity {name}",
+            problems.append(Finding("error", f"replica identity {name}",
                                     "NOTHING: updates and deletes cannot be published",
                                     f"ALTER TABLE {quoted} REPLICA IDENTITY DEFAULT; "
                                     "-- with a primary key, or FULL"))
         elif identity == "d" and not has_pk:
-            findings.append(Finding("error", f"replica identity {name}",
+            problems.append(Finding("error", f"replica identity {name}",
                                     "DEFAULT without a primary key: updates and deletes "
                                     "fail on the source", f"ALTER TABLE {quoted} ADD PRIMARY "
                                     f"KEY (…); -- or REPLICA IDENTITY FULL"))
         else:
             kind = {"d": "DEFAULT (primary key)", "f": "FULL", "i": "USING INDEX"}[identity]
-            findings.append(Finding("ok", f"replica identity {name}", kind))
-    if wanted - {f"{s}.{t}" for s, t, _, _ in rows}:
-        missing = ", ".join(sorted(wanted - {f"{s}.{t}" for s, t, _, _ in rows}))
-        findings.append(Finding("error", "tables", f"configured but not found: {missing}",
-                                "create them, or remove them from source.tables"))
-    return findings
+            fine.append(Finding("ok", f"replica identity {name}", kind))
+    if len(fine) > SHOWN_TABLES:  # thousands of tables: one line for the good ones
+        fine = [Finding("ok", "replica identity", f"{len(fine)} tables can publish updates "
+                        "and deletes")]
+    return [*problems, *fine]
 
 
 def _slot(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding]:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from .codecs import Codec, JSONValue
+from .codecs import Codec, JSONValue, decode_text
+from .fallbacks import FALLBACKS
 from .lsn import format_lsn
 from .pgoutput import UNCHANGED_TOAST, Relation, TupleValue
 
@@ -64,32 +65,60 @@ class PendingEvent:
     source_names: bytes
 
 
-def _decode_row(shape: TableShape, values: Sequence[TupleValue]) -> tuple[Row, list[str]]:
+def _fallback(shape: TableShape, index: int, text: str, lsn: int,
+              unparsed: list[str], reason: Exception) -> JSONValue:
+    """A value its codec could not read: PostgreSQL's text, its column marked unparsed."""
+    name = shape.columns[index]
+    if name not in unparsed:
+        unparsed.append(name)
+    FALLBACKS.record(f"{shape.schema}.{shape.table}", name, lsn, reason)
+    return decode_text(text)
+
+
+def _decode(shape: TableShape, index: int, text: str, lsn: int,
+            unparsed: list[str]) -> JSONValue:
+    try:
+        return shape.codecs[index](text)
+    except Exception as exc:  # one value never stops the capture
+        return _fallback(shape, index, text, lsn, unparsed, exc)
+
+
+def _decode_row(shape: TableShape, values: Sequence[TupleValue], lsn: int,
+                unparsed: list[str]) -> tuple[Row, list[str]]:
     row: Row = {}
     unchanged: list[str] = []
-    for name, codec, value in zip(shape.columns, shape.codecs, values, strict=False):
+    for index, (name, codec, value) in enumerate(zip(shape.columns, shape.codecs, values,
+                                                     strict=False)):
         if value is None:
             row[name] = None
         elif value is UNCHANGED_TOAST:
             unchanged.append(name)
         elif isinstance(value, str):
-            row[name] = codec(value)
+            try:
+                row[name] = codec(value)
+            except Exception as exc:  # one value never stops the capture
+                row[name] = _fallback(shape, index, value, lsn, unparsed, exc)
         else:  # binary format is never requested
             row[name] = value.hex()
     return row, unchanged
 
 
-def _key(shape: TableShape, values: Sequence[TupleValue]) -> Row:
+def _key(shape: TableShape, values: Sequence[TupleValue], lsn: int,
+         unparsed: list[str]) -> Row:
     key: Row = {}
     for i in shape.key_indexes:
         value = values[i] if i < len(values) else None
         name = shape.columns[i]
-        key[name] = shape.codecs[i](value) if isinstance(value, str) else None
+        key[name] = _decode(shape, i, value, lsn, unparsed) if isinstance(value, str) else None
     return key
 
 
 def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: list[str],
-          version: int) -> bytes:
+          version: int, unparsed: list[str]) -> bytes:
+    if unparsed:  # only when a value is kept as text: the common event stays as it was
+        return orjson.dumps({"op": op, "key": key, "before": before, "after": after,
+                             "unchanged": unchanged, "unparsed": unparsed,
+                             "schema_version": version})
     return orjson.dumps({"op": op, "key": key, "before": before, "after": after,
                          "unchanged": unchanged, "schema_version": version})
 
@@ -97,19 +126,23 @@ def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: l
 def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
                   op: str = "c") -> list[PendingEvent]:
     """``c``: a new row (``r``: a row read by a snapshot)."""
-    after, unchanged = _decode_row(shape, new)
-    key = _key(shape, new)
+    unparsed: list[str] = []
+    after, unchanged = _decode_row(shape, new, lsn, unparsed)
+    key = _key(shape, new, lsn, unparsed)
     return [PendingEvent(shape.topic, orjson.dumps(key),
-                         _body(op, key, None, after, unchanged, shape.schema_version),
+                         _body(op, key, None, after, unchanged, shape.schema_version, unparsed),
                          lsn, False, shape.source_names)]
 
 
 def read_event(shape: TableShape, values: Sequence[str | None], lsn: int) -> PendingEvent:
     """``r``: a row a snapshot read (every value as text or NULL; the fast path of
     ``insert_events`` for snapshots, with the same bytes)."""
-    after: Row = {name: None if value is None else codec(value)
-                  for name, codec, value in zip(shape.columns, shape.codecs, values,
-                                                strict=False)}
+    try:
+        after: Row = {name: None if value is None else codec(value)
+                      for name, codec, value in zip(shape.columns, shape.codecs, values,
+                                                    strict=False)}
+    except Exception:  # a value kept as text: the per-column path
+        return insert_events(shape, values, lsn, "r")[0]
     names = shape.columns
     key: Row = {names[i]: after[names[i]] for i in shape.key_indexes}
     return PendingEvent(shape.topic, orjson.dumps(key),
@@ -122,40 +155,50 @@ def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleVa
                   new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
     """``u``; when the key itself changed, a ``d`` of the old key then a ``c`` of the new
     one, so every key's history stays in its own partition."""
-    after, unchanged = _decode_row(shape, new)
-    key = _key(shape, new)
+    unparsed: list[str] = []
+    after, unchanged = _decode_row(shape, new, lsn, unparsed)
+    key = _key(shape, new, lsn, unparsed)
     before: Row | None = None
     if old is not None and old_kind == "O":
-        before, _ = _decode_row(shape, old)
-    old_key = _key(shape, old) if old is not None else key
+        before, _ = _decode_row(shape, old, lsn, unparsed)
+    old_key = _key(shape, old, lsn, unparsed) if old is not None else key
+    version = shape.schema_version
     if old_key != key:
         return [PendingEvent(shape.topic, orjson.dumps(old_key),
-                             _body("d", old_key, before, None, [], shape.schema_version),
+                             _body("d", old_key, before, None, [], version, unparsed),
                              lsn, True, shape.source_names),
                 PendingEvent(shape.topic, orjson.dumps(key),
-                             _body("c", key, None, after, unchanged, shape.schema_version),
+                             _body("c", key, None, after, unchanged, version, unparsed),
                              lsn, False, shape.source_names)]
     return [PendingEvent(shape.topic, orjson.dumps(key),
-                         _body("u", key, before, after, unchanged, shape.schema_version),
+                         _body("u", key, before, after, unchanged, version, unparsed),
                          lsn, False, shape.source_names)]
 
 
 def delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
                   lsn: int) -> list[PendingEvent]:
     """``d``: the row is gone; ``before`` is the old row under REPLICA IDENTITY FULL."""
-    key = _key(shape, old)
-    before, _ = _decode_row(shape, old) if old_kind == "O" else (None, [])
+    unparsed: list[str] = []
+    key = _key(shape, old, lsn, unparsed)
+    before, _ = _decode_row(shape, old, lsn, unparsed) if old_kind == "O" else (None, [])
     return [PendingEvent(shape.topic, orjson.dumps(key),
-                         _body("d", key, before, None, [], shape.schema_version), lsn, True,
-                         shape.source_names)]
+                         _body("d", key, before, None, [], shape.schema_version, unparsed),
+                         lsn, True, shape.source_names)]
 
 
 def truncate_event(shape: TableShape, cascade: bool, restart_identity: bool,
-                   lsn: int) -> PendingEvent:
-    """``t``: every row of the table is gone (key ``{}``: compaction keeps the last)."""
+                   lsn: int, *, recreated: bool = False, dropped: bool = False
+                   ) -> PendingEvent:
+    """``t``: every row of the table is gone (key ``{}``: compaction keeps the last).
+    ``recreated``: the table was dropped and created again under the same name;
+    ``dropped``: the DDL capture saw it dropped."""
+    details: dict[str, bool] = {"cascade": cascade, "restart_identity": restart_identity}
+    if recreated:
+        details["recreated"] = True
+    if dropped:
+        details["dropped"] = True
     body = orjson.dumps({"op": "t", "key": {}, "before": None, "after": None, "unchanged": [],
-                         "truncate": {"cascade": cascade, "restart_identity": restart_identity},
-                         "schema_version": shape.schema_version})
+                         "truncate": details, "schema_version": shape.schema_version})
     return PendingEvent(shape.topic, b"{}", body, lsn, False, shape.source_names)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from cdc.log import Log, Record, StartAt
+from cdc.log import Log, Record
 
 from .snapshot import snapshot_topic
 
@@ -79,15 +79,7 @@ def read_records(event_log: Log, prefix: str) -> list[dict[str, Any]]:
     topic = snapshot_topic(prefix)
     if topic not in event_log.admin().topics():
         return []
-    consumer = event_log.consumer(f"{prefix}-snapshot-state", topics=[topic],
-                                  start=StartAt.earliest())
-    out: list[dict[str, Any]] = []
-    try:
-        while batch := consumer.poll(1000, timeout=0.3):
-            out.extend(orjson.loads(m.value) for m in batch)
-    finally:
-        consumer.close()
-    return out
+    return [orjson.loads(m.value) for m in event_log.read_to_end(topic)]
 
 
 def table_states(records: list[dict[str, Any]]) -> dict[str, TableSnapshot]:

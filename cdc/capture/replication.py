@@ -9,17 +9,18 @@ keepalive messages in, standby status updates out), with the socket in non-block
 from __future__ import annotations
 
 import logging
-import select
+import selectors
 import struct
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from psycopg import conninfo, pq, sql
+from psycopg import pq, sql
 
 from cdc.errors import SourceError
 
 from .lsn import format_lsn, parse_lsn
+from .session import pinned_conninfo, session_options
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +29,10 @@ _PG_EPOCH_UNIX_US = int(PG_EPOCH.timestamp()) * 1_000_000
 _XLOG_HEADER = struct.Struct(">cQQq")
 _KEEPALIVE = struct.Struct(">cQqB")
 _STATUS = struct.Struct(">cQQQqB")
-# the text formats the codecs read (cdc.capture.codecs): ISO dates, postgres intervals
-SESSION_OPTIONS = "-c datestyle=ISO,MDY -c intervalstyle=postgres"
+_SOCKET_SELECTOR: type[selectors.BaseSelector] = getattr(selectors, "PollSelector",
+                                                         selectors.DefaultSelector)
+# the text formats the codecs read (cdc.capture.codecs), pinned on the walsender
+SESSION_OPTIONS = session_options()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +71,7 @@ class ReplicationConnection:
     """A ``replication=database`` connection that can stream one logical slot."""
 
     def __init__(self, dsn: str) -> None:
-        options = conninfo.conninfo_to_dict(dsn).get("options") or ""
-        self._pgconn = pq.PGconn.connect(conninfo.make_conninfo(
-            dsn, replication="database", client_encoding="UTF8",
-            options=f"{options} {SESSION_OPTIONS}".strip()).encode())
+        self._pgconn = pq.PGconn.connect(pinned_conninfo(dsn, replication="database").encode())
         if self._pgconn.status != pq.ConnStatus.OK:
             message = self._pgconn.get_error_message()
             self._pgconn.finish()
@@ -154,8 +154,7 @@ class ReplicationConnection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            readable, _, _ = select.select([self._pgconn.socket], [], [], remaining)
-            if readable:
+            if self._wait_socket(selectors.EVENT_READ, remaining):
                 self._pgconn.consume_input()
 
     def send_status(self, *, write: int, flush: int, apply: int | None = None,
@@ -169,7 +168,15 @@ class ReplicationConnection:
 
     def _flush(self) -> None:
         while self._pgconn.flush() == 1:
-            select.select([], [self._pgconn.socket], [], 1.0)
+            self._wait_socket(selectors.EVENT_WRITE, 1.0)
+
+    def _wait_socket(self, events: int, timeout: float) -> bool:
+        """Wait until the socket is ready for ``events``; False on timeout. ``selectors``
+        (poll: no descriptor of its own), never ``select()``, which fails on descriptors
+        numbered above 1023."""
+        with _SOCKET_SELECTOR() as selector:
+            selector.register(self._pgconn.socket, events)
+            return bool(selector.select(timeout))
 
     def close(self) -> None:
         """End the stream cleanly (CopyDone) and close the connection."""

@@ -25,32 +25,24 @@ import psycopg
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
 from cdc.errors import SourceError
-from cdc.log import Log, StartAt
+from cdc.log import Log
 
+from . import session
 from .ddl import DDL_PREFIX
+from .fallbacks import FALLBACKS, DecodeFallbacks
 from .incremental import IncrementalSnapshots
 from .incremental_log import read_records
 from .lsn import format_lsn
 from .pgoutput import Commit, PgOutputDecoder, StreamCommit
+from .publication import sync_publication
 from .replication import Keepalive, ReplicationConnection
 from .resume import ResumeFilter
 from .shapes import ShapeRegistry, versions_from_log
-from .slot import (
-    check_slot_health,
-    drop_lost_slot,
-    ensure_publication,
-    ensure_slot,
-    read_slot,
-)
-from .snapshot import (
-    mark_completed,
-    mark_started,
-    published_tables,
-    run_initial_snapshot,
-    snapshot_state,
-)
+from .slot import check_slot_health, ensure_publication
+from .slot_start import SlotStart
 from .source_checks import refuse_sql_ascii, source_address
 from .spool import StreamSpool
+from .topics import check_published_topics
 from .transactions import TransactionAssembler
 
 log = logging.getLogger(__name__)
@@ -87,6 +79,7 @@ class CaptureStats:
     received_lsn: int = 0  # the server's WAL end as of the last change message
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction appended
     events_by_topic: Counter[str] = field(default_factory=Counter)  # streamed, per topic
+    decode_fallbacks: DecodeFallbacks = field(default_factory=lambda: FALLBACKS)  # as text
 
 
 class Capture:
@@ -105,6 +98,7 @@ class Capture:
         self._seen_commit_ts_us = 0
         self._incremental: IncrementalSnapshots | None = None
         self._resnapshot = False
+        self._stop_when_snapshots_done = False  # initial_only, incremental snapshots left
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
@@ -130,19 +124,20 @@ class Capture:
     def _session(self, stop: threading.Event) -> None:
         source = self.config.source
         dsn = source.conninfo()
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with session.connect(dsn) as conn:
             refuse_sql_ascii(conn)
             ensure_publication(conn, source.publication, source.tables)
+            check_published_topics(conn, source.publication, self.config.topic_names)
             self._prepare_slot(conn, dsn)
         if self.snapshot_only_done:
             stop.set()
             return
-        catalog_conn = psycopg.connect(dsn, autocommit=True)
+        catalog_conn = session.connect(dsn)
         spool = StreamSpool(Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
         repl = ReplicationConnection(dsn)
         self.stats.sessions += 1
         try:
-            shapes = ShapeRegistry(catalog_conn, self.config.topic_prefix,
+            shapes = ShapeRegistry(catalog_conn, self.config.topic_names,
                                    self._known_schema_versions())
             assembler = TransactionAssembler(
                 shapes, spool, source.database or "", f"{self.config.topic_prefix}.messages",
@@ -164,40 +159,17 @@ class Capture:
             catalog_conn.close()
 
     def _prepare_slot(self, conn: psycopg.Connection[Any], dsn: str) -> None:
-        """Create or check the slot; take the initial snapshot when the mode asks for it."""
-        source, prefix = self.config.source, self.config.topic_prefix
-        mode = source.snapshot
-        if self.settings.recreate_lost_slot and drop_lost_slot(conn, source.slot):
-            mode = "initial" if mode == "never" else mode  # the changes missed: re-read
-        self._resnapshot = mode == "always"  # an existing slot: incrementally, when streaming
-        if mode == "never":
-            ensure_slot(conn, dsn, source.slot)
-            return
-        state = snapshot_state(self.log, prefix, source.slot)
-        exists = read_slot(conn, source.slot) is not None
-        if exists and state == "started":
-            log.warning("the initial snapshot of slot %s was interrupted: re-creating the "
-                        "slot and reading the tables again", source.slot)
-            conn.execute("SELECT pg_drop_replication_slot(%s)", (source.slot,))
-        elif exists and state is None:
-            log.warning("slot %s was not created by this service: streaming from it without "
-                        "an initial snapshot", source.slot)
-
-        def snapshot(consistent_point: int, snapshot_name: str) -> None:
-            self._resnapshot = False
-            mark_started(self.producer, prefix, source.slot, consistent_point)
-            with psycopg.connect(dsn, autocommit=True) as catalog_conn:
-                shapes = ShapeRegistry(catalog_conn, prefix, self._known_schema_versions())
-                tables = published_tables(conn, source.publication, source.tables)
-                rows = run_initial_snapshot(dsn, snapshot_name, consistent_point,
-                                            shapes=shapes, producer=self.producer,
-                                            tables=tables, database=source.database or "",
-                                            workers=source.snapshot_parallel_tables)
-            mark_completed(self.producer, prefix, source.slot, consistent_point, tables, rows)
-            self.stats.events += rows
-
-        ensure_slot(conn, dsn, source.slot, on_created=snapshot)
-        self.snapshot_only_done = mode == "initial_only"
+        """Create or check the slot; take (or finish) the initial snapshot the mode asks
+        for (``slot_start``). The capture never drops a slot PostgreSQL did not lose."""
+        start = SlotStart(self.config, self.log, self.producer, self._known_schema_versions)
+        mode = start.prepare(conn, dsn, self.settings.recreate_lost_slot)
+        self.stats.events += start.rows
+        # an existing slot in mode "always": every table again, incrementally, when streaming
+        self._resnapshot = mode == "always" and not start.snapshot_taken
+        # initial_only: stop after the snapshot — once the tables left to incremental
+        # snapshots (after an interruption or a rewrite) are read too
+        self.snapshot_only_done = mode == "initial_only" and not start.incremental_pending
+        self._stop_when_snapshots_done = mode == "initial_only"
 
     def _incremental_snapshots(self, dsn: str, shapes: ShapeRegistry) -> IncrementalSnapshots:
         source, prefix = self.config.source, self.config.topic_prefix
@@ -219,14 +191,7 @@ class Capture:
         topic = f"{self.config.topic_prefix}._schemas"
         if topic not in self.log.admin().topics():
             return {}
-        consumer = self.log.consumer(f"{self.config.topic_prefix}-capture-schemas",
-                                     topics=[topic], start=StartAt.earliest())
-        seen: list[tuple[bytes, bytes]] = []
-        try:
-            while batch := consumer.poll(1000, timeout=0.5):
-                seen.extend((m.key, m.value) for m in batch)
-        finally:
-            consumer.close()
+        seen = [(m.key, m.value) for m in self.log.read_to_end(topic)]
         return versions_from_log(seen)
 
     def _stream(self, stop: threading.Event, repl: ReplicationConnection,
@@ -285,11 +250,17 @@ class Capture:
             if now >= next_status:
                 next_status = now + STATUS_EVERY_S
                 check_slot_health(catalog_conn, self.config.source.slot)
+                sync_publication(catalog_conn, self.config.source.publication,
+                                 self.config.source.tables)  # new tables the patterns select
                 if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:
                     self._acknowledge(repl, assembler.ack_lsn, reply=False)
                 self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
             if incremental is not None:
                 incremental.tick()  # the next chunk of an incremental snapshot
+                if self._stop_when_snapshots_done and not incremental.active:
+                    log.info("initial_only: every table is read; stopping",
+                             extra={"slot": self.config.source.slot})
+                    stop.set()
             if now >= next_progress:
                 next_progress = now + PROGRESS_EVERY_S
                 log.info("capture at %s: %d events, acknowledged %s",

@@ -9,12 +9,15 @@ from typing import Any, NamedTuple
 import orjson
 import psycopg
 
+from cdc.config.topic_names import TopicNamer, collision_message
+from cdc.errors import ConfigError, ConfigProblem
 from cdc.log import Record
 
 from .codecs import TypeCatalog
 from .events import TableShape
 from .pgoutput import Relation
 from .slot import primary_key
+from .type_details import describe_type
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,7 @@ class KnownSchema(NamedTuple):
     version: int
     signature: Signature
     relation_oid: int | None = None  # None: recorded before schema records carried it
+    names: tuple[str, str] | None = None  # (schema, table) as PostgreSQL spells them
 
 
 class ShapeRegistry:
@@ -34,17 +38,20 @@ class ShapeRegistry:
     a Relation message brings different columns. Changes become records on the schema
     topic, so a reader of an old segment knows its columns.
 
-    Events are routed by name (``<prefix>.<schema>.<table>``), as the Relation message
+    Events are routed by name (``cdc.config.topic_names``), as the Relation message
     names the table *now*: after ``ALTER TABLE … RENAME TO`` the same relation's events
     go to the new name's topic. Its first schema record there says ``renamed_from`` and
     goes on with the old name's numbering, so versions of one relation only grow. A table
     dropped and created again under the same name is a new relation: a new version.
     """
 
-    def __init__(self, catalog_conn: psycopg.Connection[Any], topic_prefix: str,
+    def __init__(self, catalog_conn: psycopg.Connection[Any], topic_prefix: str | TopicNamer,
                  known_versions: Mapping[str, KnownSchema] | None = None) -> None:
         self._conn = catalog_conn
-        self._prefix = topic_prefix
+        self.topics = (topic_prefix if isinstance(topic_prefix, TopicNamer)
+                       else TopicNamer(topic_prefix))
+        topic_prefix = self.topics.prefix
+        self._topic_owners: dict[str, tuple[str, str]] = {}  # topic → the table it is of
         self.catalog = TypeCatalog()
         self._shapes: dict[int, TableShape] = {}
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
@@ -60,15 +67,34 @@ class ShapeRegistry:
 
     def learn(self, relation: Relation) -> Record | None:
         """Remember ``relation``; return a schema record when its columns changed."""
+        return self.learn_relation(relation)[0]
+
+    def learn_relation(self, relation: Relation) -> tuple[Record | None, bool]:
+        """``learn``, and whether the table name now belongs to another relation than
+        the one last recorded under it (dropped and created again): the caller then
+        writes a truncate event before the new relation's first event."""
         oids = [c.type_oid for c in relation.columns]
-        self.catalog.ensure(self._conn, oids)
         key_override = None
-        if relation.replica_identity in ("f", "n"):
-            key_override = primary_key(self._conn, relation.oid) or None
+        try:
+            self.catalog.ensure(self._conn, oids)
+            if relation.replica_identity in ("f", "n"):
+                key_override = primary_key(self._conn, relation.oid) or None
+        except psycopg.OperationalError:
+            raise  # the server is gone: the session reconnects
+        except psycopg.Error as exc:  # e.g. no privilege on a type's schema: keep the text
+            log.warning("cannot read the types of %s.%s from the catalog (%s: %s): its "
+                        "values whose types are unknown are kept as PostgreSQL's text",
+                        relation.namespace, relation.name, type(exc).__name__,
+                        str(exc).strip())
         table = f"{relation.namespace}.{relation.name}"
         signature: Signature = tuple((c.name, c.type_oid, c.type_modifier, c.key)
                                      for c in relation.columns)
         known = self._versions.get(table, KnownSchema(0, ()))
+        recreated = known.relation_oid not in (None, relation.oid)
+        if recreated:
+            log.info("%s is a new relation (oid %d, was %s): the table was dropped and "
+                     "created again; its topic gets a truncate event first", table,
+                     relation.oid, known.relation_oid)
         previous_name = self._names.get(relation.oid)
         renamed_from = previous_name if previous_name not in (None, table) else None
         record = None
@@ -79,16 +105,46 @@ class ShapeRegistry:
                 version = max(version, self._versions[renamed_from].version + 1)
                 log.info("%s was renamed to %s: its events go to the new name's topic",
                          renamed_from, table)
-            self._versions[table] = KnownSchema(version, signature, relation.oid)
+            self._versions[table] = KnownSchema(version, signature, relation.oid,
+                                                (relation.namespace, relation.name))
             record = self._schema_record(relation, table, version, key_override, renamed_from)
             log.info("schema version %d of %s", version, table)
         else:
             version = known.version
         self._names[relation.oid] = table
-        topic = f"{self._prefix}.{relation.namespace}.{relation.name}"
+        topic = self._topic(relation.namespace, relation.name)
         self._shapes[relation.oid] = TableShape.of(
             relation, topic, self.catalog.codecs_for(oids), key_override, version)
-        return record
+        return record, recreated
+
+    def _topic(self, schema: str, table: str) -> str:
+        """The table's topic; a second table on one topic is a configuration error."""
+        topic = self.topics.topic_for(schema, table)
+        owner = self._topic_owners.setdefault(topic, (schema, table))
+        if owner != (schema, table):
+            raise ConfigError([ConfigProblem("log.topic_names", collision_message(
+                topic, owner, (schema, table)))])
+        return topic
+
+    def dropped(self, oid: int, schema: str, table: str) -> TableShape | None:
+        """What to write a dropped relation's truncate event under: the name the capture
+        last recorded for it, while that name is still its own. None when the capture
+        never recorded the table (the log holds nothing of it), or when its name already
+        belongs to a newer relation (whose own truncate came first)."""
+        name = self._names.get(oid, f"{schema}.{table}")
+        known = self._versions.get(name)
+        if known is None or known.relation_oid not in (oid, None):
+            return None
+        shape = self._shapes.get(oid)
+        names = known.names or ((shape.schema, shape.table) if shape is not None
+                                else (schema, table))
+        if f"{names[0]}.{names[1]}" != name:
+            return None  # recorded without names under another name: not ours to guess
+        topic = self.topics.topic_for(*names)
+        if self._topic_owners.get(topic, names) != names:
+            return None  # another table's topic (a collision stopped that one's events)
+        return TableShape.of(Relation(oid, names[0], names[1], "d", ()), topic, (), None,
+                             known.version)
 
     def reload_type(self, oid: int) -> None:
         """A Type message: read the type again and rebuild codecs on the next Relation."""
@@ -98,6 +154,7 @@ class ShapeRegistry:
                        key_override: list[str] | None, renamed_from: str | None) -> Record:
         columns = [{"name": c.name, "type_oid": c.type_oid, "type_modifier": c.type_modifier,
                     "type": self._type_name(c.type_oid),
+                    "type_detail": describe_type(self.catalog, c.type_oid),
                     "key": (c.name in key_override) if key_override else c.key,
                     "flag_key": c.key}
                    for c in relation.columns]
@@ -124,5 +181,10 @@ def versions_from_log(records: list[tuple[bytes, bytes]]) -> dict[str, KnownSche
         table = orjson.loads(key)
         if data["schema_version"] >= versions.get(table, KnownSchema(0, ())).version:
             versions[table] = KnownSchema(data["schema_version"], signature,
-                                          data.get("relation_oid"))
+                                          data.get("relation_oid"), _names_of(data))
     return versions
+
+
+def _names_of(schema_record: dict[str, Any]) -> tuple[str, str] | None:
+    schema, table = schema_record.get("schema"), schema_record.get("table")
+    return (schema, table) if isinstance(schema, str) and isinstance(table, str) else None

@@ -8,16 +8,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from cdc.errors import SourceError
 
-from .findings import MissingPrivilegeError
 from .lsn import parse_lsn
+from .publication import ensure_publication
 from .replication import ReplicationConnection
 from .wal_safety import SlotLostError, wal_retention
 
 log = logging.getLogger(__name__)
+
+__all__ = ["SlotState", "check_slot_health", "drop_lost_slot", "ensure_publication",
+           "ensure_slot", "primary_key", "read_slot", "split_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,47 +55,6 @@ def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
                      parse_lsn(row[5]) if row[5] else None, row[6],
                      int(row[7]) if row[7] is not None else None,
                      int(row[8]) if row[8] is not None else None)
-
-
-def ensure_publication(conn: psycopg.Connection[Any], publication: str,
-                       tables: tuple[str, ...]) -> None:
-    """Create the publication (for ``tables``, or all tables) or add tables it lacks."""
-    row = conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s",
-                       (publication,)).fetchone()
-    names = [sql.Identifier(*split_table(t)) for t in tables]
-    if row is None:
-        target = (sql.SQL("FOR TABLE {}").format(sql.SQL(", ").join(names)) if names
-                  else sql.SQL("FOR ALL TABLES"))
-        create = sql.SQL("CREATE PUBLICATION {} {} WITH (publish_via_partition_root = true)"
-                         ).format(sql.Identifier(publication), target)
-        _as_admin_if_denied(conn, create, f"publication {publication!r} does not exist and "
-                            "this role may not create it")
-        log.info("created publication %s", publication)
-        return
-    if row[0] or not tables:
-        return
-    present = {f"{s}.{t}" for s, t in conn.execute(
-        "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
-        (publication,)).fetchall()}
-    missing = [t for t in tables if ".".join(split_table(t)) not in present]
-    for table in missing:
-        alter = sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
-            sql.Identifier(publication), sql.Identifier(*split_table(table)))
-        _as_admin_if_denied(conn, alter, f"publication {publication!r} lacks {table} and "
-                            "this role may not add it")
-        log.info("added %s to publication %s", table, publication)
-
-
-def _as_admin_if_denied(conn: psycopg.Connection[Any], statement: sql.Composed,
-                        problem: str) -> None:
-    """Run ``statement``; if the role may not, say which statement an admin should run."""
-    try:
-        conn.execute(statement)
-    except psycopg.errors.InsufficientPrivilege as exc:
-        raise MissingPrivilegeError(
-            f"{problem} ({exc.diag.message_primary}). Ask an admin to run: "
-            f"{statement.as_string(conn)}; ('cdc doctor' lists every missing privilege)"
-        ) from None
 
 
 def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,

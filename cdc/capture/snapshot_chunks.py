@@ -42,6 +42,9 @@ class ChunkKey:
         return tuple(c.name for c in self.columns)
 
 
+WHOLE_TABLE = ChunkKey((), "")  # no key to paginate by: the whole table is one chunk
+
+
 def table_oid(conn: psycopg.Connection[Any], schema: str, table: str) -> int:
     """The oid of ``schema.table``; SourceError naming the table when it does not exist."""
     row = conn.execute("SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = "
@@ -97,6 +100,10 @@ def chunk_query(schema: str, table: str, columns: tuple[str, ...], key: ChunkKey
         conditions.append(sql.SQL("({})").format(sql.SQL(where.replace("%", "%%"))))
     filters = (sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)) if conditions \
         else sql.SQL("")
+    if not key.columns:  # WHOLE_TABLE: every row at once
+        return sql.SQL("SELECT {} FROM {}{}").format(
+            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
+            sql.Identifier(schema, table), filters), params
     query = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
         sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
         sql.Identifier(schema, table), filters,  # qualified: not the text output columns

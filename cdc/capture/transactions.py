@@ -10,6 +10,7 @@ PostgreSQL once those records are durable.
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -18,6 +19,8 @@ import orjson
 from cdc.log import Position, Record
 
 from .codecs import pg_micros_to_iso
+from .ddl import DDL_PREFIX
+from .ddl_drops import dropped_tables
 from .events import (
     CommitInfo,
     PendingEvent,
@@ -46,6 +49,8 @@ from .pgoutput import (
 )
 from .shapes import ShapeRegistry
 from .spool import StreamSpool
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -138,9 +143,11 @@ class TransactionAssembler:
             self.ack_lsn = max(self.ack_lsn, message.end_lsn)
         elif kind is Relation:
             assert isinstance(message, Relation)
-            schema_record = self.shapes.learn(message)
+            schema_record, recreated = self.shapes.learn_relation(message)
             if schema_record is not None:
                 self.ready.append(schema_record)
+            if recreated:
+                self._recreated(message, wal_lsn)
         elif kind is Truncate:
             assert isinstance(message, Truncate)
             self._emit([truncate_event(self.shapes.get(oid), message.cascade,
@@ -179,6 +186,30 @@ class TransactionAssembler:
                                      event.tombstone))
             transaction.seq += 1
 
+    def _recreated(self, relation: Relation, wal_lsn: int) -> None:
+        """The table was dropped and created again: a truncate event before the new
+        relation's first event, so every reader starts the new table empty."""
+        in_stream = relation.xid is not None and self._stream_xid is not None
+        if self._open is None and not in_stream:  # pgoutput sends it inside a transaction
+            log.warning("%s.%s was re-created, but its Relation came outside a transaction: "
+                        "no truncate event written", relation.namespace, relation.name)
+            return
+        event = truncate_event(self.shapes.get(relation.oid), False, False, wal_lsn,
+                               recreated=True)
+        self._emit([event], relation.xid)
+
+    def _dropped(self, ddl_content: bytes, wal_lsn: int) -> list[PendingEvent]:
+        """A truncate event for each captured table a DDL message says was dropped
+        (``ddl_drops``); tables the capture never recorded yield nothing."""
+        events = []
+        for table in dropped_tables(ddl_content):
+            shape = self.shapes.dropped(table.oid, table.schema, table.name)
+            if shape is not None:
+                log.info("%s.%s was dropped: its topic gets a truncate event", shape.schema,
+                         shape.table)
+                events.append(truncate_event(shape, False, False, wal_lsn, dropped=True))
+        return events
+
     def _stream_commit(self, message: StreamCommit) -> None:
         commit = CommitInfo(self._db_json, message.commit_lsn, message.xid,
                             pg_micros_to_iso(message.commit_ts))
@@ -194,6 +225,8 @@ class TransactionAssembler:
         in_stream = message.xid is not None and self._stream_xid is not None
         if message.transactional and (self._open is not None or in_stream):
             self._emit([event], message.xid)  # spooled with its streamed transaction
+            if message.prefix == DDL_PREFIX:  # DROP TABLE: readers drop the rows too
+                self._emit(self._dropped(message.content, wal_lsn), message.xid)
         else:
             commit = CommitInfo(self._db_json, message.lsn, 0, "")
             self.ready.append(Record(event.topic, event.key, complete(event, commit, 0),

@@ -60,11 +60,24 @@ class LogConfig(ConfigModel):
         Field(default=(), description="'host:port' of Kafka brokers (kafka backend)"))
     topic_prefix: TopicName | None = Field(
         default=None, description="topics are <prefix>.<schema>.<table>; default: the slot name")
+    topic_names: dict[str, TopicName] = Field(
+        default_factory=dict, description="a topic per table, overriding the naming rule: "
+        "'schema.table' (or '\"Odd Schema\".\"Odd Table\"') → topic name, e.g. "
+        "{'Sales Dept.Order Items': 'app.sales.order_items'}; for two tables whose names "
+        "map to the same topic")
     partitions: int = Field(default=3, ge=1, le=4096, description="partitions per topic")
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     segment_bytes: DataSize = Field(default=64 * 1024**2,
                                     description="segment file size, e.g. 64MiB")
     fsync: bool = Field(default=True, description="fsync each appended batch (file backend)")
+    open_files: int = Field(
+        default=128, ge=8, le=65536,
+        description="segment files the file backend keeps open at once, all topics and "
+        "partitions together (least recently used closed first, fsync'd before)")
+    max_record_bytes: DataSize = Field(
+        default=16 * 1024**2, ge=1024, le=512 * 1024**2,
+        description="largest record (one row's event) the capture may write, e.g. 16MiB; "
+        "kafka backend: topics are created and producers set to take it")
     compaction: CompactionConfig | None = Field(default=None, description="null: no compaction")
 
     @model_validator(mode="after")

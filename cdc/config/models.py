@@ -14,6 +14,7 @@ from cdc.config.connector import ConnectorConfig, duplicate_names
 from cdc.config.event_log import LogConfig
 from cdc.config.fields import Duration, ScalarText
 from cdc.config.source import SourceConfig
+from cdc.config.topic_names import TopicNamer
 
 
 def _spark_key(key: str) -> str:
@@ -139,6 +140,11 @@ class PipelineConfig(ConfigModel):
         """True for a connector's dead-letter topic (the capture never writes those)."""
         return topic.startswith(dead_letter_topic(self.topic_prefix, ""))
 
+    @property
+    def topic_names(self) -> TopicNamer:
+        """The naming of table topics (``cdc.config.topic_names``) for this pipeline."""
+        return TopicNamer(self.topic_prefix, self.log.topic_names)
+
     def topic_for(self, schema: str, table: str) -> str:
-        """The topic that holds the changes of ``schema.table``."""
-        return f"{self.topic_prefix}.{schema}.{table}"
+        """The topic that holds the changes of ``schema.table`` (``topic_names``)."""
+        return self.topic_names.topic_for(schema, table)

@@ -8,9 +8,10 @@ from typing import Literal
 from psycopg.conninfo import make_conninfo
 from pydantic import Field, SecretStr, field_validator, model_validator
 
+from cdc.capture.table_selection import PatternError, parse_pattern
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.conninfo import parse_dsn
-from cdc.config.fields import Duration, PgIdentifier, PostgresDsn, SlotName, TableName
+from cdc.config.fields import Duration, PgIdentifier, PostgresDsn, SlotName
 
 SnapshotMode = Literal["initial", "never", "always", "initial_only"]
 
@@ -23,8 +24,10 @@ class SourceConfig(ConfigModel):
         default=None, description="the password, if the DSN has none (or use password_file)")
     slot: SlotName = Field(description="the logical replication slot the service owns")
     publication: PgIdentifier = Field(description="the publication the slot reads")
-    tables: tuple[TableName, ...] = Field(
-        default=(), description="'schema.table' names to capture; empty means every table")
+    tables: tuple[str, ...] = Field(
+        default=(), description="'schema.table' names or glob patterns ('public.*', "
+        "'sales.order_*'; '!public.audit_*' excludes; '\"Odd Schema\".\"a.b\"' quotes a "
+        "name) to capture; empty means every table")
     snapshot: SnapshotMode = Field(
         default="initial", description="initial: snapshot once, then stream; never: stream only; "
         "always: snapshot at every start (incrementally, while streaming, once the slot "
@@ -42,16 +45,20 @@ class SourceConfig(ConfigModel):
 
     @field_validator("tables")
     @classmethod
-    def _tables_listed_once(cls, tables: tuple[str, ...]) -> tuple[str, ...]:
+    def _tables_valid_and_listed_once(cls, tables: tuple[str, ...]) -> tuple[str, ...]:
         first_seen: dict[str, int] = {}
-        repeated: list[tuple[Loc, str, object]] = []
+        problems: list[tuple[Loc, str, object]] = []
         for index, table in enumerate(tables):
+            try:
+                parse_pattern(table)
+            except PatternError as exc:
+                problems.append(((index,), str(exc), table))
             if table in first_seen:
-                repeated.append(((index,), f"{table!r} is already listed at "
+                problems.append(((index,), f"{table!r} is already listed at "
                                  f"tables[{first_seen[table]}]", table))
             first_seen.setdefault(table, index)
-        if repeated:
-            raise_field_problems("SourceConfig", repeated)
+        if problems:
+            raise_field_problems("SourceConfig", problems)
         return tables
 
     @field_validator("messages_prefixes")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from .records import (
@@ -55,6 +55,10 @@ class Admin(Protocol):
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         """Create ``topic`` (idempotent when it exists with the same partition count)."""
 
+    def create_topics(self, topics: Sequence[str], partitions: int | None = None) -> None:
+        """Create every topic of ``topics`` that does not exist (Kafka: one request per
+        batch of topics, not one per topic)."""
+
     def topics(self) -> list[str]:
         """Every topic, sorted."""
 
@@ -86,6 +90,11 @@ class Log(Protocol):
 
     def admin(self) -> Admin:
         """Administration of topics and groups."""
+
+    def read_to_end(self, topic: str) -> Iterator[Message]:
+        """Every message of ``topic`` up to the end offsets it has when called, in offset
+        order per partition, read by assigning its partitions (no group, so no rebalance
+        to wait for and no early empty poll); nothing if the topic does not exist."""
 
     def blocking_lag_exceeded(self) -> bool:
         """True when a group with the ``block`` policy lags beyond its bound."""

@@ -24,6 +24,7 @@ def file_settings(config: LogConfig) -> FileLogSettings:
         retention_ms=(int(retention_time.total_seconds() * 1000)
                       if retention_time is not None else None),
         retention_bytes=config.retention.size,
+        open_files=config.open_files,
     )
     if config.compaction is None:
         return settings
@@ -41,4 +42,5 @@ def open_log(config: LogConfig) -> Log:
         raise LogError("log.bootstrap_servers: required when backend is 'kafka'")
     from .kafka import KafkaLog
 
-    return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions)
+    return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
+                    max_record_bytes=config.max_record_bytes)

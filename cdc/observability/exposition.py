@@ -68,6 +68,13 @@ class StatusCollector(Collector):
         for topic, count in sorted(reading.events_by_topic.items()):
             events.add_metric([topic], float(count))
         yield events
+        fallbacks = CounterMetricFamily(
+            f"{P}capture_decode_fallbacks", "Values a codec could not read, kept as "
+            "PostgreSQL's text (the event lists the column in \"unparsed\").",
+            labels=["table", "column"])
+        for (table, column), count in sorted(reading.decode_fallbacks.items()):
+            fallbacks.add_metric([table, column], float(count))
+        yield fallbacks
         yield _gauge("capture_streaming", "1 while a replication session streams.",
                      1.0 if reading.streaming else 0.0)
         yield _gauge("capture_acknowledged_lsn",

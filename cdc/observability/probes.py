@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from cdc.capture.runner import CaptureStats
@@ -29,6 +29,7 @@ class CaptureReading:
     lag_bytes: int | None
     lag_seconds: float | None
     retained_bytes: int | None
+    decode_fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, column)
 
 
 def lag_bytes(current_lsn: int | None, acked_lsn: int, confirmed_lsn: int | None) -> int | None:
@@ -85,7 +86,8 @@ class CaptureProbe:
             lag_bytes=lag_bytes(current, stats.acked_lsn,
                                 None if positions is None else positions.confirmed_lsn),
             lag_seconds=lag_seconds(stats, now_unix_s),
-            retained_bytes=None if positions is None else positions.retained_bytes)
+            retained_bytes=None if positions is None else positions.retained_bytes,
+            decode_fallbacks=stats.decode_fallbacks.snapshot())
 
     def health(self) -> PartHealth:
         """``streaming`` when ready; otherwise why not."""

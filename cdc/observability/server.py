@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from cdc.config.models import MetricsConfig
 from cdc.errors import ConfigError, ConfigProblem
@@ -20,6 +20,7 @@ from .auth import BearerToken
 from .endpoint import HttpEndpoint, Routes
 from .exposition import StatusCollector
 from .health import PartHealth, readiness
+from .plugin_metrics import PluginMetrics
 from .probes import CaptureProbe, ConnectorsProbe
 from .sampler import Sampler
 from .samples import Sample, SampleHistory
@@ -38,6 +39,8 @@ class ObservabilityServer:
         self.connectors = connectors
         self._clock = clock
         registry.register(StatusCollector(capture, slot, connectors, self.parts))
+        if registry is not REGISTRY:  # sinks' own counters, kept in the default registry
+            registry.register(PluginMetrics())
         token = None if config.token is None else config.token.get_secret_value()
         history = SampleHistory(config.sample_interval.total_seconds())
         self._sampler = Sampler(history, self._take_sample)

@@ -19,13 +19,18 @@ import orjson
 
 from cdc.log import Log, StartAt
 
+from .mapping import ColumnType
+
 log = logging.getLogger(__name__)
 
 
 class ColumnTypes(Protocol):
-    """Column name → type name (``pg_catalog.int4``) of a table, or ``None`` if unknown."""
+    """Column name → type of a table, or ``None`` if unknown: the type's name
+    (``pg_catalog.int4``), or its structure where the schema record gives one
+    (``type_detail``, see ``cdc.capture.type_details``)."""
 
-    def __call__(self, schema: str, table: str, version: int) -> Mapping[str, str] | None: ...
+    def __call__(self, schema: str, table: str,
+                 version: int) -> Mapping[str, ColumnType] | None: ...
 
 
 class SchemaTopicColumns:
@@ -37,11 +42,12 @@ class SchemaTopicColumns:
         self._topic = topic
         self._group = group
         self._reread_interval = reread_interval
-        self._tables: dict[str, tuple[int, dict[str, str]]] = {}
+        self._tables: dict[str, tuple[int, dict[str, ColumnType]]] = {}
         self._read_at = float("-inf")
         self._looked_for: dict[str, int] = {}  # table → the newest version read for
 
-    def __call__(self, schema: str, table: str, version: int) -> Mapping[str, str] | None:
+    def __call__(self, schema: str, table: str,
+                 version: int) -> Mapping[str, ColumnType] | None:
         name = f"{schema}.{table}"
         known = self._tables.get(name)
         if (known is None or known[0] < version) and (
@@ -70,7 +76,9 @@ class SchemaTopicColumns:
             record = orjson.loads(value)
             name = f"{record['schema']}.{record['table']}"
             version = int(record["schema_version"])
-            types = {str(c["name"]): str(c["type"]) for c in record["columns"]}
+            types: dict[str, ColumnType] = {
+                str(c["name"]): c["type_detail"] if isinstance(c.get("type_detail"), dict)
+                else str(c["type"]) for c in record["columns"]}
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             log.warning("skipping a malformed record of %s", self._topic,
                         extra={"topic": self._topic})

@@ -30,7 +30,7 @@ from .mapping import FieldMapping, index_body
 log = logging.getLogger(__name__)
 
 _COPIED_SETTINGS = ("number_of_shards", "number_of_replicas", "refresh_interval", "gc_deletes",
-                    "analysis")
+                    "analysis", "mapping")
 
 
 @dataclass(slots=True)
@@ -42,6 +42,7 @@ class IndexState:
     index: str
     fields: set[str] = field(default_factory=set)
     truncate_version: int = 0
+    mappings: dict[str, FieldMapping] = field(default_factory=dict)  # as far as known
 
 
 class IndexCatalog:
@@ -76,6 +77,7 @@ class IndexCatalog:
             self._states.pop(state.alias, None)
             return
         state.fields.update(mappings)
+        state.mappings.update(mappings)
 
     def truncate(self, state: IndexState, version: int) -> IndexState:
         """Empty the alias's index by a swap to a new empty one (see the module docstring)."""
@@ -85,6 +87,8 @@ class IndexCatalog:
             current = self._client.indices.get(index=old)[old]
             settings = {name: value for name, value in current["settings"]["index"].items()
                         if name in _COPIED_SETTINGS}
+            # an index made before indices ignored malformed values gets it now (static)
+            settings["mapping"] = {**settings.get("mapping", {}), "ignore_malformed": True}
             mappings = dict(current["mappings"])
             mappings["_meta"] = {"distributary": {"truncate_version": version}}
             new = f"{state.base}-{self._next_number(state.base)}"
@@ -105,8 +109,8 @@ class IndexCatalog:
         self._delete_quietly(old)
         log.info("truncated %s: %s replaced by %s at version %d", state.alias, old, new, version,
                  extra={"sink": "opensearch"})
-        swapped = IndexState(state.alias, state.base, new, set(mappings.get("properties", {})),
-                             version)
+        properties = dict(mappings.get("properties", {}))
+        swapped = IndexState(state.alias, state.base, new, set(properties), version, properties)
         self._states[state.alias] = swapped
         return swapped
 
@@ -148,8 +152,9 @@ class IndexCatalog:
         except TransportError as exc:
             raise translate(exc, f"reading the mapping of {index}") from exc
         meta = mapping.get("_meta", {}).get("distributary", {})
-        return IndexState(alias, base, index, set(mapping.get("properties", {})),
-                          int(meta.get("truncate_version", 0)))
+        properties = dict(mapping.get("properties", {}))
+        return IndexState(alias, base, index, set(properties),
+                          int(meta.get("truncate_version", 0)), properties)
 
     def _create(self, alias: str, base: str, truncate_version: int) -> IndexState:
         index = f"{base}-{self._next_number(base)}"

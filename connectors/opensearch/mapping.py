@@ -3,20 +3,30 @@
 With the column types of the capture's schema records:
 
 - ``int2/int4/int8/oid`` → ``long``; ``float4/float8`` → ``double``; ``bool`` → ``boolean``
+  (numbers with ``ignore_malformed``: ``"NaN"``/``"Infinity"`` stay in ``_source``)
 - ``numeric`` → ``keyword`` with a ``double`` sub-field (``price.double``): the keyword
   keeps every digit for exact matches (and ``_source`` returns the exact text), the
   sub-field serves ranges, sorting and aggregations. ``scaled_float`` or ``double``
   alone would round the value a query matches against.
 - ``date/timestamp/timestamptz`` → ``date`` (``ignore_malformed``: ``infinity`` and BC
   dates stay in ``_source`` without failing the document)
-- text types and anything unknown → ``text`` with a ``keyword`` sub-field
+- text types, enums and anything unknown → ``text`` with a ``keyword`` sub-field
 - ``json/jsonb`` → ``flat_object`` (any shape, no mapping explosion or conflicts);
   ``bytea`` → ``binary``; ``uuid``, ``time``, ``interval``, ``money`` … → ``keyword``;
-  arrays map as their element type.
+  arrays map as their element type, domains as their base type.
+- ranges and multiranges → an object ``{lower, upper, lower_inc, upper_inc, empty}``
+  (``typed_fields``), bounds mapped as the subtype; composites → an object whose
+  properties are the attributes, each mapped by its own type (the schema record's
+  ``type_detail`` tells them).
 
 Without types the first non-null value decides: booleans, integers (``long``), floats
 (``double``), objects and lists of objects (``flat_object``), ISO-8601 dates and
 timestamps (``date``), other text (``text`` + ``keyword``; numeric text is not guessed).
+
+Every index is created with ``index.mapping.ignore_malformed``: a value a field cannot
+index (a JSON scalar in a ``flat_object``, an object in a ``text`` field, ``"NaN"`` in a
+``double``) is left out of the index and kept in ``_source``, so the document is never
+refused for one column (``unindexed`` counts and reports such values).
 """
 
 from __future__ import annotations
@@ -26,14 +36,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 FieldMapping = dict[str, Any]
+ColumnType = str | Mapping[str, Any]  # a type name, or a schema record's type_detail
 
 TEXT: FieldMapping = {"type": "text",
                       "fields": {"keyword": {"type": "keyword", "ignore_above": 256}}}
 NUMERIC: FieldMapping = {"type": "keyword",
                          "fields": {"double": {"type": "double", "ignore_malformed": True}}}
 DATE: FieldMapping = {"type": "date", "ignore_malformed": True}
-LONG: FieldMapping = {"type": "long"}
-DOUBLE: FieldMapping = {"type": "double"}
+LONG: FieldMapping = {"type": "long", "ignore_malformed": True}
+DOUBLE: FieldMapping = {"type": "double", "ignore_malformed": True}
 BOOLEAN: FieldMapping = {"type": "boolean"}
 KEYWORD: FieldMapping = {"type": "keyword", "ignore_above": 1024}
 OBJECT: FieldMapping = {"type": "flat_object"}
@@ -48,6 +59,12 @@ _BY_TYPE: dict[str, FieldMapping] = {
     **dict.fromkeys(("uuid", "time", "timetz", "interval", "money", "pg_lsn", "inet", "cidr",
                      "macaddr", "macaddr8", "bit", "varbit"), KEYWORD),
 }
+_RANGE_SUBTYPES = {"int4range": "int4", "int8range": "int8", "numrange": "numeric",
+                   "tsrange": "timestamp", "tstzrange": "timestamptz", "daterange": "date",
+                   "int4multirange": "int4", "int8multirange": "int8",
+                   "nummultirange": "numeric", "tsmultirange": "timestamp",
+                   "tstzmultirange": "timestamptz", "datemultirange": "date"}
+_MAX_DEPTH = 16
 _TIMESTAMP = re.compile(
     r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?")
 
@@ -56,10 +73,42 @@ def mapping_for_type(type_name: str) -> FieldMapping:
     """The field mapping of a PostgreSQL type named ``namespace.name`` (or just ``name``)."""
     namespace, _, name = type_name.rpartition(".")
     if namespace not in ("", "pg_catalog"):
-        return TEXT  # enums, domains, composite types: their text
+        return TEXT  # enums, extension types: their text (see ``mapping_for_column``)
     if name.startswith("_"):
         name = name[1:]  # an array maps as its element
+    if name in _RANGE_SUBTYPES:
+        return range_mapping(mapping_for_type(_RANGE_SUBTYPES[name]))
     return _BY_TYPE.get(name, TEXT)
+
+
+def mapping_for_column(column_type: ColumnType) -> FieldMapping:
+    """The field mapping of a column type: a type name, or a schema record's
+    ``type_detail`` (``cdc.capture.type_details``) that also tells what a composite,
+    domain, array or range is made of."""
+    return mapping_for_detail(column_type, 0) if isinstance(column_type, Mapping) \
+        else mapping_for_type(column_type)
+
+
+def range_mapping(bound: FieldMapping) -> FieldMapping:
+    """A range (or multirange: a list of ranges) as the codecs write it, bounds as ``bound``."""
+    return {"properties": {"lower": bound, "upper": bound, "lower_inc": BOOLEAN,
+                           "upper_inc": BOOLEAN, "empty": BOOLEAN}}
+
+
+def mapping_for_detail(detail: Mapping[str, Any], depth: int) -> FieldMapping:
+    """The field mapping of a ``type_detail`` (nested at most ``_MAX_DEPTH`` deep)."""
+    kind, inner = detail.get("kind"), detail.get("of")
+    if depth >= _MAX_DEPTH:
+        return TEXT
+    if kind in ("array", "domain") and isinstance(inner, Mapping):
+        return mapping_for_detail(inner, depth + 1)
+    if kind in ("range", "multirange") and isinstance(inner, Mapping):
+        return range_mapping(mapping_for_detail(inner, depth + 1))
+    if kind == "composite":
+        attributes = detail.get("attributes") or []
+        return {"properties": {str(a["name"]): mapping_for_detail(a, depth + 1)
+                               for a in attributes if isinstance(a, Mapping) and "name" in a}}
+    return mapping_for_type(str(detail.get("type", "")))
 
 
 def mapping_for_value(value: Any) -> FieldMapping | None:
@@ -81,7 +130,7 @@ def mapping_for_value(value: Any) -> FieldMapping | None:
 
 
 def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
-               types: Mapping[str, str]) -> dict[str, FieldMapping]:
+               types: Mapping[str, ColumnType]) -> dict[str, FieldMapping]:
     """Mappings of the fields of ``documents`` not in ``known``; ``types`` gives the column
     type of a field where one is known."""
     seen = set(known)
@@ -91,7 +140,7 @@ def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
             if field in seen:
                 continue
             type_name = types.get(field)
-            mapping = mapping_for_type(type_name) if type_name else mapping_for_value(value)
+            mapping = mapping_for_column(type_name) if type_name else mapping_for_value(value)
             if mapping is not None:
                 found[field] = mapping
                 seen.add(field)
@@ -107,13 +156,14 @@ def index_body(alias: str, truncate_version: int, tombstone_retention_s: int,
     document's version is remembered, so a replayed older write cannot bring it back.
     """
     return {
-        "settings": {"index": {"gc_deletes": f"{tombstone_retention_s}s"}},
+        "settings": {"index": {"gc_deletes": f"{tombstone_retention_s}s",
+                               "mapping": {"ignore_malformed": True}}},
         "mappings": {
             "_meta": {"distributary": {"truncate_version": truncate_version}},
             "date_detection": False,
             "numeric_detection": False,
             "dynamic_templates": [{"floats_as_double": {"match_mapping_type": "double",
-                                                        "mapping": {"type": "double"}}}],
+                                                        "mapping": DOUBLE}}],
             "properties": dict(properties or {}),
         },
         "aliases": {alias: {"is_write_index": True}},

@@ -46,8 +46,9 @@ from .columns import ColumnTypes, SchemaTopicColumns
 from .config import OpenSearchSinkConfig
 from .errors import translate, unavailable
 from .indices import IndexCatalog, IndexState
-from .mapping import new_fields
+from .mapping import ColumnType, new_fields
 from .names import index_name
+from .unindexed import UnindexedValues
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class OpenSearchSink:
         self._names: dict[TableNames, tuple[str, str]] = {}
         self._client: OpenSearch | None = None
         self._catalog: IndexCatalog | None = None
+        self._unindexed = UnindexedValues()
 
     def open(self) -> None:
         """Connect and check the cluster answers."""
@@ -106,6 +108,7 @@ class OpenSearchSink:
         except SinkUnavailableError:
             catalog.forget()
             raise
+        self._count_unindexed(planned, rejected)
         return WriteResult(rejected)
 
     def flush(self) -> None:
@@ -239,7 +242,17 @@ class OpenSearchSink:
             if fields:
                 catalog.add_fields(state, fields)
 
-    def _types(self, change: Upsert) -> Mapping[str, str]:
+    def _count_unindexed(self, planned: list[Planned], rejected: list[Rejection]) -> None:
+        """Count the values of the written documents their fields cannot index."""
+        refused = {id(rejection.event) for rejection in rejected}
+        by_alias: dict[str, tuple[IndexState, list[Mapping[str, Any]]]] = {}
+        for item in planned:
+            if item.document is not None and id(item.action.event) not in refused:
+                by_alias.setdefault(item.state.alias, (item.state, []))[1].append(item.document)
+        for alias, (state, documents) in by_alias.items():
+            self._unindexed.observe(alias, state.mappings, documents)
+
+    def _types(self, change: Upsert) -> Mapping[str, ColumnType]:
         """Field → column type, where the schema topic tells the column's type."""
         if self._column_types is None:
             return {}

@@ -1,9 +1,13 @@
 """The Lua scripts: every write is a compare-and-set on the row's version.
 
-Keys of one row: ``KEYS[1]`` the value (a JSON string or a hash, as users read it),
-``KEYS[2]`` its version (``_cdc_version:<key>``), ``KEYS[3]`` the table's truncate marker
-(a hash: ``version``, ``done``). Checks come first and writes last (a script's writes
-before an error are not undone), the version last of all.
+One call of ``BATCH`` writes many rows (up to ``batch.CHUNK_ROWS``), so the version
+check costs one script call per batch, not one per event. Keys of a row: its value (a
+JSON string or a hash, as users read it) and its version (``_cdc_version:<key>``); each
+table's truncate marker (a hash: ``version``, ``done``) is read once per call. Within a
+row, checks come first and writes last (a script's writes before an error are not
+undone), the version last of all. Every key a call touches is declared in ``KEYS``; a
+call touches many keys, so it is meant for one Redis node (in Redis Cluster the keys of
+a call would have to share a hash slot).
 
 The version lives in its own key, not in the value: a delete must leave a tombstone
 version without leaving a value key behind (a reader's ``GET``/``EXISTS`` must see the
@@ -13,93 +17,145 @@ cost is one small key per row.
 Versions travel as 20-digit decimal text and are compared as two 10-digit halves: Lua
 numbers are doubles, exact only up to 2^53, and versions go up to 2^63.
 
-Arguments: ``ARGV[1]`` version, ``ARGV[2]`` value TTL in ms (``0``: none), ``ARGV[3]``
-version-key TTL in ms (``0``: none), ``ARGV[4]`` the version the caller read before
-merging (``''``: no check, ``none``: no version key), then the script's own.
-Results: ``1`` written, ``0`` stale (a newer version is stored, or the table was
-truncated at a newer version), ``2`` the stored version moved since the caller read it.
-An equal version is written again, like OpenSearch's ``external_gte``: replaying the
-same event writes the same value, and two events of one key past the 1023rd of a
-transaction share a version (``connectors.contract.version_of``) yet the later one must
-still land when it comes in a later batch.
+``KEYS``: the call's truncate markers (``ARGV[4]`` of them), then per row its value key
+and version key. ``ARGV[1]`` value TTL in ms (``0``: none), ``ARGV[2]`` a value's
+version-key TTL in ms, ``ARGV[3]`` a tombstone's (``0``: none), ``ARGV[4]`` the number
+of markers; then per row: its kind, its marker's number, its version, and the kind's own
+arguments:
+
+- ``j`` (JSON): the value;
+- ``J`` (JSON merged with the stored value): the version read before merging (``none``:
+  there was no version key), then the value;
+- ``h`` (hash): ``n``, the names of the ``n`` fields to keep from the stored hash
+  (unchanged TOAST), ``m``, then ``m`` strings: field, value, field, value...;
+- ``d`` (delete): nothing.
+
+A row is written unless it is stale (a newer version is stored, or its table was
+truncated at a newer version). An equal version is written again, like OpenSearch's
+``external_gte``: replaying the same event writes the same value, and two events of one
+key past the 1023rd of a transaction share a version (``connectors.contract.version_of``)
+yet the later one must still land when it comes in a later batch.
+
+The reply lists only the rows not written for a reason the caller must know, as pairs:
+the row's number in the call (from 1) and either ``MOVED`` (the stored version moved
+since the caller read it) or the error Redis gave for that row (``WRONGTYPE``...; the
+other rows are written). An error that may pass (out of memory, read-only replica...)
+ends the call with that error instead: every write being versioned, the caller retries.
 """
 
 from __future__ import annotations
 
-VERSION_DIGITS = 20
+from .errors import TRANSIENT_REPLIES
 
-_PRELUDE = """
+VERSION_DIGITS = 20
+MOVED = b"MOVED"
+
+_OLDER = """
 local function older(a, b)
   local a_high, b_high = tonumber(string.sub(a, 1, 10)), tonumber(string.sub(b, 1, 10))
   if a_high ~= b_high then return a_high < b_high end
   return tonumber(string.sub(a, 11)) < tonumber(string.sub(b, 11))
 end
-local version, ttl, version_ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local truncated = redis.call('HGET', KEYS[3], 'version')
-if truncated and older(version, truncated) then return 0 end
-local stored = redis.call('GET', KEYS[2])
-if stored and older(version, stored) then return 0 end
-if ARGV[4] ~= '' and (stored or 'none') ~= ARGV[4] then return 2 end
-local function set_version()
-  if version_ttl > 0 then
-    redis.call('SET', KEYS[2], version, 'PX', version_ttl)
-  else
-    redis.call('SET', KEYS[2], version)
-  end
-end
 """
 
-SET_JSON = _PRELUDE + """
--- ARGV[5]: the row as a JSON string
-if ttl > 0 then
-  redis.call('SET', KEYS[1], ARGV[5], 'PX', ttl)
-else
-  redis.call('SET', KEYS[1], ARGV[5])
-end
-set_version()
-return 1
-"""
+BATCH = _OLDER + """
+local ttl, value_version_ttl, tombstone_ttl = tonumber(ARGV[1]), tonumber(ARGV[2]),
+  tonumber(ARGV[3])
+local markers = tonumber(ARGV[4])
+local truncated = {}
+for m = 1, markers do truncated[m] = redis.call('HGET', KEYS[m], 'version') end
 
-SET_HASH = _PRELUDE + """
--- ARGV[5]: n, the number of fields to keep from the stored hash (unchanged TOAST);
--- ARGV[6 .. 5+n]: their names; then field, value pairs of the new row
-local keep = tonumber(ARGV[5])
-local fields = {}
-for i = 6 + keep, #ARGV do fields[#fields + 1] = ARGV[i] end
-if keep > 0 then
-  local names = {}
-  for i = 1, keep do names[i] = ARGV[5 + i] end
-  local values = redis.call('HMGET', KEYS[1], unpack(names))
-  for i = 1, keep do
-    if values[i] then
-      fields[#fields + 1] = names[i]
-      fields[#fields + 1] = values[i]
+local function set_value(key, value)
+  if ttl > 0 then redis.call('SET', key, value, 'PX', ttl) else redis.call('SET', key, value) end
+end
+
+local function set_hash(key, at)
+  local keep = tonumber(ARGV[at])
+  local first = at + keep + 2
+  local fields = {}
+  for i = first, first + tonumber(ARGV[at + keep + 1]) - 1 do fields[#fields + 1] = ARGV[i] end
+  if keep > 0 then
+    local names = {}
+    for i = 1, keep do names[i] = ARGV[at + i] end
+    local kept = redis.call('HMGET', key, unpack(names))
+    for i = 1, keep do
+      if kept[i] then
+        fields[#fields + 1] = names[i]
+        fields[#fields + 1] = kept[i]
+      end
     end
   end
+  redis.call('DEL', key)
+  if #fields > 0 then
+    redis.call('HSET', key, unpack(fields))
+    if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+  end
 end
-redis.call('DEL', KEYS[1])
-if #fields > 0 then
-  redis.call('HSET', KEYS[1], unpack(fields))
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+
+local function write(kind, key, version_key, version, truncated_at, at)
+  if truncated_at and older(version, truncated_at) then return 0 end
+  local stored = redis.call('GET', version_key)
+  if stored and older(version, stored) then return 0 end
+  local version_ttl = value_version_ttl
+  if kind == 'j' then
+    set_value(key, ARGV[at])
+  elseif kind == 'J' then
+    if (stored or 'none') ~= ARGV[at] then return 2 end
+    set_value(key, ARGV[at + 1])
+  elseif kind == 'h' then
+    set_hash(key, at)
+  else
+    redis.call('DEL', key)
+    version_ttl = tombstone_ttl
+  end
+  if version_ttl > 0 then
+    redis.call('SET', version_key, version, 'PX', version_ttl)
+  else
+    redis.call('SET', version_key, version)
+  end
+  return 1
 end
-set_version()
-return 1
-"""
 
-DELETE = _PRELUDE + """
-redis.call('DEL', KEYS[1])
-set_version()
-return 1
-"""
+local transient = {TRANSIENT_REPLIES}
+local function passes(message)
+  for _, prefix in ipairs(transient) do
+    if string.sub(message, 1, #prefix) == prefix then return true end
+  end
+  return false
+end
 
-UNLINK_NOT_NEWER = """
+local out, at, k, row, last = {}, 5, markers + 1, 0, #ARGV
+while at <= last do
+  row = row + 1
+  local kind, marker, version, first = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], at + 3
+  if kind == 'j' then
+    at = first + 1
+  elseif kind == 'J' then
+    at = first + 2
+  elseif kind == 'h' then
+    local keep = tonumber(ARGV[first])
+    at = first + keep + 2 + tonumber(ARGV[first + keep + 1])
+  else
+    at = first
+  end
+  local ok, result = pcall(write, kind, KEYS[k], KEYS[k + 1], version, truncated[marker], first)
+  k = k + 2
+  if not ok then
+    local message = type(result) == 'table' and result.err or tostring(result)
+    if passes(message) then return redis.error_reply(message) end
+    out[#out + 1] = row
+    out[#out + 1] = message
+  elseif result == 2 then
+    out[#out + 1] = row
+    out[#out + 1] = 'MOVED'
+  end
+end
+return out
+""".replace("TRANSIENT_REPLIES", ", ".join(f"'{reply}'" for reply in TRANSIENT_REPLIES))
+
+UNLINK_NOT_NEWER = _OLDER + """
 -- truncate: unlink each of KEYS (value or version keys) unless its row's version
 -- (ARGV[2] .. key for a value key) is newer than the truncate's version ARGV[1]
-local function older(a, b)
-  local a_high, b_high = tonumber(string.sub(a, 1, 10)), tonumber(string.sub(b, 1, 10))
-  if a_high ~= b_high then return a_high < b_high end
-  return tonumber(string.sub(a, 11)) < tonumber(string.sub(b, 11))
-end
 local deleted = 0
 for _, key in ipairs(KEYS) do
   local version_key = key
@@ -111,8 +167,6 @@ for _, key in ipairs(KEYS) do
 end
 return deleted
 """
-
-WRITTEN, STALE, MOVED = 1, 0, 2
 
 
 def version_text(version: int) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cdc.log import Log, Message, Position, Record, StartAt
+from cdc.log import Consumer, Log, Message, Position, Record, StartAt
 
 PARTITIONS = 3
 
@@ -103,3 +103,75 @@ def test_last_positions_and_start_at_lsn(log: Log, unique_name: str) -> None:
     infos = log.admin().partitions(topic)
     assert sum(i.end_offset - i.start_offset for i in infos) == 60
     assert topic in log.admin().topics()
+
+
+def poll_until(consumer: Consumer, expected: int, timeout: float = 60.0) -> list[Message]:
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expected and time.monotonic() < deadline:
+        out.extend(consumer.poll(500, timeout=0.5))
+    return out
+
+
+def test_pattern_subscription_full_matches_and_follows_new_topics(log: Log,
+                                                                  unique_name: str) -> None:
+    first, second = f"{unique_name}.public.customers", f"{unique_name}.public.products"
+    longer, other = f"{unique_name}.public.customers_audit", f"{unique_name}.public.orders"
+    for topic in (first, longer, other):
+        log.admin().create_topic(topic, PARTITIONS)
+    log.producer().append(events(first, range(10)) + events(longer, range(5))
+                          + events(other, range(5)))
+    # the shipped compose/pipeline.kafka.yaml's style: anchors, an alternation group, and a
+    # non-capturing group that librdkafka's own regex engine refuses
+    pattern = rf"(?:{unique_name})\.public\.(customers|products)"
+    consumer = log.consumer(f"{unique_name}-p", pattern=pattern, start=StartAt.earliest())
+    anchored = log.consumer(f"{unique_name}-q", pattern=rf"^{unique_name}\.public\.customers$",
+                            start=StartAt.earliest())
+    try:
+        got = poll_until(consumer, 10)
+        assert {m.topic for m in got} == {first}, "full match: customers_audit is not taken"
+        assert len(got) == 10
+        assert {m.topic for m in poll_until(anchored, 10)} == {first}
+        log.producer().append(events(second, range(100, 107)))  # a new matching topic
+        later = poll_until(consumer, 7, timeout=60)
+        assert sorted(orjson.loads(m.value)["n"] for m in later) == list(range(100, 107))
+        assert {m.topic for m in later} == {second}
+        consumer.commit()
+    finally:
+        consumer.close()
+        anchored.close()
+
+
+def test_read_to_end_reads_a_whole_topic_without_a_group(log: Log, unique_name: str) -> None:
+    topic = f"{unique_name}._snapshots"
+    assert list(log.read_to_end(topic)) == [], "a topic that does not exist reads as empty"
+    log.admin().create_topic(topic, PARTITIONS)
+    assert list(log.read_to_end(topic)) == []
+    log.producer().append(events(topic, range(200)))
+    if log.__class__.__name__ == "KafkaLog":
+        # the old way: a fresh group member's first poll returns before its first
+        # rebalance is done, which looks exactly like an empty topic
+        early = log.consumer(f"{unique_name}-early", topics=[topic], start=StartAt.earliest())
+        try:
+            assert early.poll(1000, timeout=0.0) == []
+        finally:
+            early.close()
+    got = list(log.read_to_end(topic))
+    assert sorted(orjson.loads(m.value)["n"] for m in got) == list(range(200))
+    for partition in range(PARTITIONS):
+        offsets = [m.offset for m in got if m.partition == partition]
+        assert offsets == sorted(offsets) and len(offsets) == len(set(offsets))
+    assert log.admin().groups() == [] or not any(
+        g.startswith(unique_name) and g != f"{unique_name}-early"
+        for g in log.admin().groups()), "reading to the end joins no group"
+    log.producer().append(events(topic, range(200, 210)))
+    assert len(list(log.read_to_end(topic))) == 210
+
+
+def test_create_topics_in_one_call(log: Log, unique_name: str) -> None:
+    names = [f"{unique_name}.public.t{i}" for i in range(40)]
+    log.admin().create_topics(names, PARTITIONS)
+    log.admin().create_topics(names, PARTITIONS)  # idempotent
+    present = set(log.admin().topics())
+    assert set(names) <= present
+    assert all(len(log.admin().partitions(n)) == PARTITIONS for n in names[:3])

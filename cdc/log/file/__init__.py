@@ -2,8 +2,9 @@
 
 from .consumer import FileConsumer
 from .log import FileAdmin, FileLog, FileLogSettings
+from .names import topic_dir, topic_dir_name
 from .producer import FileProducer
 from .topic_producer import FileTopicProducer
 
 __all__ = ["FileAdmin", "FileConsumer", "FileLog", "FileLogSettings", "FileProducer",
-           "FileTopicProducer"]
+           "FileTopicProducer", "topic_dir", "topic_dir_name"]

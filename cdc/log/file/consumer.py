@@ -1,4 +1,10 @@
-"""The file log's consumer: a member of a group, reading its share of the partitions."""
+"""The file log's consumer: a member of a group, reading its share of the partitions.
+
+Work follows activity, not the number of topics: the member keeps the partitions that
+may have unread records in ``_dirty`` (filled from the doorbells of ``notify``), and a
+poll reads only those. Readers open their segment on first read and share the log's
+bounded pool of open files.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +22,9 @@ from ..records import (
     StartKind,
     TopicPartition,
 )
-from .groups import GroupMember, OffsetStore
-from .notify import AppendWatcher
+from .groups import GroupMember
+from .notify import TOPICS_BELL, AppendWatcher, doorbell_name, doorbells_dir
+from .offsets import OffsetStore
 from .reader import PartitionReader
 from .topics import end_offset, list_topics, partition_dir, read_meta, start_offset
 
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REBALANCE_EVERY_S = 0.5
+TOPICS_RESCAN_S = 10.0  # a safety net: new topics are normally announced by a doorbell
+TOPICS_RESCAN_MIN_S = 0.5  # however often topics are created (a snapshot of 2,000 tables)
 DROP_CHECK_EVERY_S = 0.5
 
 
@@ -48,13 +57,22 @@ class FileConsumer:
         self._member = GroupMember(self._root, group, self._backpressure)
         self._offsets = OffsetStore(self._root, group)
         self._readers: dict[TopicPartition, PartitionReader] = {}
+        self._dirty: dict[TopicPartition, None] = {}  # may have unread records; oldest first
+        self._bells: dict[str, TopicPartition] = {}
         self._delivered: dict[TopicPartition, int] = {}
+        self._partition_counts: dict[str, int] = {}
+        self._subscription: list[TopicPartition] = []
+        self._dealt: tuple[tuple[str, ...], int] | None = None  # members, subscription seen
+        self._desired: set[TopicPartition] = set()
+        self._committed: dict[TopicPartition, int | None] = {}
+        self._version = 0
+        self._bells_dir = doorbells_dir(self._root)
         self._watcher = AppendWatcher()
-        self._watcher.watch(self._root)
+        self._watcher.watch(self._bells_dir)
         self._watcher.watch(self._member.members_dir)
         self._next_rebalance = 0.0
+        self._next_rescan = self._last_rescan = 0.0
         self._next_drop_check = 0.0
-        self._rotation = 0
         self.dropped = 0
 
     @property
@@ -62,41 +80,64 @@ class FileConsumer:
         return self._member.member_id
 
     # -- membership ------------------------------------------------------------------
-    def _subscribed(self) -> list[TopicPartition]:
+    def _rescan_topics(self) -> None:
+        """Refresh the subscribed partitions (topic list and partition counts)."""
+        self._last_rescan = time.monotonic()
+        self._next_rescan = self._last_rescan + TOPICS_RESCAN_S
         names = (self._topics if self._pattern is None else
                  [t for t in list_topics(self._root) if self._pattern.fullmatch(t)])
         found: list[TopicPartition] = []
         for topic in names:
-            meta = read_meta(self._root, topic)
-            if meta is not None:
-                found.extend(TopicPartition(topic, p) for p in range(meta.partitions))
-        return found
+            count = self._partition_counts.get(topic)
+            if count is None:
+                meta = read_meta(self._root, topic)
+                if meta is None:
+                    continue
+                count = self._partition_counts[topic] = meta.partitions
+            found.extend(TopicPartition(topic, p) for p in range(count))
+        if found != self._subscription:
+            self._subscription = found
+            self._version += 1
 
     def _rebalance(self) -> None:
         self._next_rebalance = time.monotonic() + REBALANCE_EVERY_S
-        desired = self._member.desired(self._subscribed())
-        for tp in list(self._readers):
-            if tp not in desired:
-                self._readers.pop(tp).close()
-                self._delivered.pop(tp, None)
-                self._member.release(tp)
-                log.info("partition revoked", extra={"group": self.group, "tp": str(tp)})
+        members = tuple(self._member.live_members())
+        if self._dealt == (members, self._version) and len(self._readers) == len(self._desired):
+            return
+        if self._dealt != (members, self._version):
+            self._desired = self._member.desired(self._subscription, list(members))
+            self._dealt = (members, self._version)
+        desired = self._desired
+        for tp in [tp for tp in self._readers if tp not in desired]:
+            self._readers.pop(tp).close()
+            self._dirty.pop(tp, None)
+            self._bells.pop(doorbell_name(tp.topic, tp.partition), None)
+            self._delivered.pop(tp, None)
+            self._committed.pop(tp, None)
+            self._member.release(tp)
+            log.info("partition revoked", extra={"group": self.group, "tp": str(tp)})
+        assigned = 0
         for tp in sorted(desired - self._readers.keys(), key=lambda t: (t.topic, t.partition)):
             if not self._member.acquire(tp):
                 continue  # its previous owner has not let go yet
-            directory = partition_dir(self._root, tp.topic, tp.partition)
-            reader = PartitionReader(directory, tp.topic, tp.partition)
+            assigned += 1
+            reader = PartitionReader(partition_dir(self._root, tp.topic, tp.partition),
+                                     tp.topic, tp.partition, self._log.handles)
             reader.seek(self._start_offset(tp))
             self._readers[tp] = reader
-            self._watcher.watch(directory)
-            log.info("partition assigned", extra={"group": self.group, "tp": str(tp),
-                                                  "offset": reader.next_offset})
+            self._bells[doorbell_name(tp.topic, tp.partition)] = tp
+            self._dirty[tp] = None
+            log.debug("partition assigned", extra={"group": self.group, "tp": str(tp),
+                                                   "offset": reader.next_offset})
+        if assigned:
+            log.info("%d partitions assigned (%d held)", assigned, len(self._readers),
+                     extra={"group": self.group})
 
     def _start_offset(self, tp: TopicPartition) -> int:
         first = start_offset(self._root, tp.topic, tp.partition)
         kind = self._start.kind
+        committed = self._committed[tp] = self._offsets.get(tp)
         if kind is StartKind.COMMITTED:
-            committed = self._offsets.get(tp)
             if committed is not None:
                 if committed < first:
                     log.warning("committed offset %d was removed by retention; going on "
@@ -111,7 +152,7 @@ class FileConsumer:
 
     def _find_offset(self, tp: TopicPartition, first: int) -> int:
         reader = PartitionReader(partition_dir(self._root, tp.topic, tp.partition),
-                                 tp.topic, tp.partition)
+                                 tp.topic, tp.partition, self._log.handles)
         reader.seek(first)
         try:
             while batch := reader.read(10_000):
@@ -126,13 +167,32 @@ class FileConsumer:
             reader.close()
 
     # -- reading ---------------------------------------------------------------------
+    def _take_changes(self) -> bool:
+        """Mark the partitions whose doorbells rang; True when the members changed."""
+        changes = self._watcher.drain()
+        if changes.everything:
+            self._dirty.update(dict.fromkeys(self._readers))
+            self._next_rescan = 0.0
+            return True
+        for name in changes.in_dir(self._bells_dir):
+            tp = self._bells.get(name)
+            if tp is not None:
+                self._dirty[tp] = None
+            elif name == TOPICS_BELL:
+                self._next_rescan = min(self._next_rescan,
+                                        self._last_rescan + TOPICS_RESCAN_MIN_S)
+        return bool(changes.in_dir(self._member.members_dir))
+
     def poll(self, max_records: int = 1000, timeout: float = 1.0) -> list[Message]:
         """The next records of this member's partitions, waiting up to ``timeout`` s."""
         deadline = time.monotonic() + timeout
         while True:
-            self._watcher.drain()
+            members_changed = self._take_changes()
             now = time.monotonic()
-            if now >= self._next_rebalance:
+            if now >= self._next_rescan:
+                self._rescan_topics()
+                self._next_rebalance = 0.0
+            if members_changed or now >= self._next_rebalance:
                 self._rebalance()
             if self._backpressure.policy is BackpressurePolicy.DROP and \
                     now >= self._next_drop_check:
@@ -147,13 +207,11 @@ class FileConsumer:
 
     def _read(self, max_records: int) -> list[Message]:
         out: list[Message] = []
-        readers = list(self._readers.items())
-        if not readers:
-            return out
-        self._rotation = (self._rotation + 1) % len(readers)
-        for tp, reader in readers[self._rotation:] + readers[:self._rotation]:
-            batch = reader.read(max_records - len(out))
+        for tp in list(self._dirty):
+            batch = self._readers[tp].read(max_records - len(out))
+            del self._dirty[tp]
             if batch:
+                self._dirty[tp] = None  # more may follow: read again, after the others
                 out.extend(batch)
                 self._delivered[tp] = batch[-1].offset + 1
                 if len(out) >= max_records:
@@ -162,7 +220,8 @@ class FileConsumer:
 
     def _drop_excess(self) -> None:
         self._next_drop_check = time.monotonic() + DROP_CHECK_EVERY_S
-        for tp, reader in self._readers.items():
+        for tp in self._dirty:  # the others have nothing unread
+            reader = self._readers[tp]
             end = end_offset(self._root, tp.topic, tp.partition)
             lag = end - reader.next_offset
             if lag > self._backpressure.max_lag:
@@ -181,12 +240,15 @@ class FileConsumer:
         owner starts from the last offset committed while this member held them.
         """
         pending = dict(self._delivered if offsets is None else offsets)
+        changed: dict[TopicPartition, int] = {}
         for tp, offset in pending.items():
             if self._member.owns(tp):
-                if self._offsets.get(tp) != offset:
-                    self._offsets.put(tp, offset)
+                if self._committed.get(tp, -1) != offset:
+                    changed[tp] = offset
             else:
                 log.info("not committing %s: partition was reassigned", tp)
+        self._offsets.put_many(changed)  # one write and one fsync for all of them
+        self._committed.update(changed)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this member reads now."""
@@ -195,11 +257,13 @@ class FileConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         """Read ``partition`` from ``offset`` on (it must be assigned)."""
         self._readers[partition].seek(offset)
+        self._dirty[partition] = None
 
     def close(self) -> None:
         """Leave the group and release every file."""
         for reader in self._readers.values():
             reader.close()
         self._readers.clear()
+        self._dirty.clear()
         self._member.leave()
         self._watcher.close()

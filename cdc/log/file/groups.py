@@ -2,8 +2,9 @@
 
     <root>/_groups/<group>/members/<member>   a member's lease: flock held while it lives,
                                               mtime refreshed by its heartbeat thread
-    <root>/_groups/<group>/locks/<topic>~<p>  flock held by the partition's current owner
-    <root>/_groups/<group>/offsets/<topic>~<p> the committed offset, replaced atomically
+    <root>/_groups/<group>/locks/partitions.lock  a byte-range lock per partition, held
+                                              by its current owner (``locks.RangeLocks``)
+    <root>/_groups/<group>/offsets.log        the committed offsets (``offsets``)
     <root>/_groups/<group>/policy.json        the group's backpressure policy
 
 A member is live while its lease file is locked (a killed process loses the lock at
@@ -25,7 +26,7 @@ import uuid
 from pathlib import Path
 
 from ..records import Backpressure, BackpressurePolicy, TopicPartition
-from .writer import fsync_dir
+from .locks import RangeLocks
 
 HEARTBEAT_S = 1.0
 SESSION_TIMEOUT_S = 10.0
@@ -34,10 +35,6 @@ SESSION_TIMEOUT_S = 10.0
 def group_dir(root: Path, group: str) -> Path:
     """Where a group's state lives."""
     return root / "_groups" / group
-
-
-def _tp_name(tp: TopicPartition) -> str:
-    return f"{tp.topic}~{tp.partition}"
 
 
 def _try_lock(path: Path, *, create: bool = True) -> int | None:
@@ -53,42 +50,6 @@ def _try_lock(path: Path, *, create: bool = True) -> int | None:
         os.close(fd)
         return None
     return fd
-
-
-class OffsetStore:
-    """Committed offsets of one group, one small file per partition."""
-
-    def __init__(self, root: Path, group: str) -> None:
-        self.directory = group_dir(root, group) / "offsets"
-        self.directory.mkdir(parents=True, exist_ok=True)
-
-    def get(self, tp: TopicPartition) -> int | None:
-        """The committed next offset of ``tp``, or None."""
-        try:
-            return int((self.directory / _tp_name(tp)).read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-
-    def put(self, tp: TopicPartition, offset: int) -> None:
-        """Durably replace the committed offset of ``tp``."""
-        final = self.directory / _tp_name(tp)
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        with tmp.open("w") as out:
-            out.write(f"{offset}\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, final)
-        fsync_dir(self.directory)
-
-    def all(self) -> dict[TopicPartition, int]:
-        """Every committed offset of the group."""
-        found: dict[TopicPartition, int] = {}
-        for path in self.directory.iterdir():
-            topic, sep, part = path.name.rpartition("~")
-            if sep and part.isdigit() and not path.name.startswith("."):
-                with contextlib.suppress(ValueError, FileNotFoundError):
-                    found[TopicPartition(topic, int(part))] = int(path.read_text().strip())
-        return found
 
 
 def read_policy(root: Path, group: str) -> Backpressure:
@@ -118,7 +79,8 @@ class GroupMember:
         assert lease is not None, "a fresh lease file cannot be locked by anyone else"
         os.replace(hidden, self._lease_path)
         self._lease_fd = lease
-        self._owned: dict[TopicPartition, int] = {}
+        self._locks = RangeLocks(self.locks_dir / "partitions.lock")
+        self._owned: set[TopicPartition] = set()
         self._stop = threading.Event()
         self._write_policy(backpressure)
         self._heartbeat = threading.Thread(target=self._beat, name=f"heartbeat-{group}",
@@ -160,9 +122,11 @@ class GroupMember:
                     live.append(path.name)
         return sorted(live)
 
-    def desired(self, partitions: list[TopicPartition]) -> set[TopicPartition]:
-        """This member's share of ``partitions`` (round-robin over live members)."""
-        members = self.live_members()
+    def desired(self, partitions: list[TopicPartition],
+                members: list[str] | None = None) -> set[TopicPartition]:
+        """This member's share of ``partitions`` (round-robin over the live ``members``,
+        read now when not given)."""
+        members = self.live_members() if members is None else members
         me = members.index(self.member_id)
         ordered = sorted(partitions, key=lambda tp: (tp.topic, tp.partition))
         return {tp for i, tp in enumerate(ordered) if i % len(members) == me}
@@ -171,17 +135,16 @@ class GroupMember:
         """Take the lock of ``tp``; False while its previous owner still holds it."""
         if tp in self._owned:
             return True
-        fd = _try_lock(self.locks_dir / _tp_name(tp))
-        if fd is None:
+        if not self._locks.try_lock(f"{tp.topic}\0{tp.partition}"):
             return False
-        self._owned[tp] = fd
+        self._owned.add(tp)
         return True
 
     def release(self, tp: TopicPartition) -> None:
         """Give ``tp`` up."""
-        fd = self._owned.pop(tp, None)
-        if fd is not None:
-            os.close(fd)
+        if tp in self._owned:
+            self._owned.discard(tp)
+            self._locks.unlock(f"{tp.topic}\0{tp.partition}")
 
     def owns(self, tp: TopicPartition) -> bool:
         """True while this member holds ``tp``."""
@@ -190,8 +153,8 @@ class GroupMember:
     def leave(self) -> None:
         """Release every partition and the lease."""
         self._stop.set()
-        for tp in list(self._owned):
-            self.release(tp)
+        self._owned.clear()
+        self._locks.close()
         with contextlib.suppress(FileNotFoundError):
             self._lease_path.unlink()
         os.close(self._lease_fd)

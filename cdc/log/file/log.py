@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,13 +10,17 @@ from ..records import (
     Backpressure,
     BackpressurePolicy,
     GroupLag,
+    Message,
     PartitionInfo,
     StartAt,
     TopicPartition,
 )
 from .consumer import FileConsumer
-from .groups import OffsetStore, read_policy
+from .groups import read_policy
+from .handles import HandlePool
+from .offsets import OffsetStore
 from .producer import FileProducer
+from .read_to_end import read_to_end
 from .topic_producer import FileTopicProducer
 from .topics import (
     TopicMeta,
@@ -43,15 +47,19 @@ class FileLogSettings:
     compaction_interval_ms: int = 10 * 60 * 1000
     min_dirty_ratio: float = 0.5
     delete_retention_ms: int = 24 * 3600 * 1000
+    open_files: int = 128  # segment files open at once, all topics together (LRU pool)
 
 
 class FileLog:
-    """A log in a directory: ``<root>/<topic>/partition=<p>/<segment>.jsonl``."""
+    """A log in a directory: ``<root>/<topic dir>/partition=<p>/<segment>.jsonl`` (the
+    topic's directory name: ``names.topic_dir_name``). Its writers and readers share one
+    bounded pool of open files (``settings.open_files``)."""
 
     def __init__(self, root: Path | str, settings: FileLogSettings | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.settings = settings or FileLogSettings()
+        self.handles = HandlePool(self.settings.open_files)
         self._producer: FileProducer | None = None
 
     @property
@@ -85,6 +93,10 @@ class FileLog:
             if any(lag.lag > policy.max_lag for lag in admin.group_lag(group)):
                 return True
         return False
+
+    def read_to_end(self, topic: str) -> Iterator[Message]:
+        """Every message of ``topic`` up to its current end offsets (no group)."""
+        return read_to_end(self.root, topic)
 
     def topic_producer(self, topic: str) -> FileTopicProducer:
         """A producer of ``topic`` alone that may run beside the capture's producer, in
@@ -121,6 +133,11 @@ class FileAdmin:
                                f"partitions, not {count}")
             return
         write_meta(self._root, topic, TopicMeta(count, compacted))
+
+    def create_topics(self, topics: Sequence[str], partitions: int | None = None) -> None:
+        """Create every topic of ``topics`` that does not exist."""
+        for topic in topics:
+            self.create_topic(topic, partitions)
 
     def topics(self) -> list[str]:
         """Every topic, sorted."""

@@ -1,7 +1,12 @@
-"""Wake readers when a partition grows: Linux inotify, or a gentle poll elsewhere.
+"""Wake readers when a partition grows: doorbells under one inotify watch per log.
 
-Consumers never spin: they sleep in ``select`` on the inotify descriptor until a segment
-file in a watched directory is written or created (``tail -f`` semantics across processes).
+A writer that made an append durable "rings" the partition's doorbell: it touches
+``<root>/_appends/<topic dir>~<partition>`` (and ``.topics`` after creating a topic).
+A consumer watches that one directory with inotify and learns from the event names
+exactly which partitions have new data, so it reads only those, across processes and
+whatever the number of topics. It sleeps in ``selectors`` (poll; never ``select()``,
+which fails on descriptors above 1023). Without inotify it polls gently and treats every
+partition as changed. An overflowing event queue also means "anything may have changed".
 """
 
 from __future__ import annotations
@@ -10,18 +15,29 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
-import select
+import selectors
+import struct
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .names import topic_dir_name
+
+DOORBELLS_DIR = "_appends"
+TOPICS_BELL = ".topics"
 _IN_NONBLOCK = 0o4000
 _IN_CLOEXEC = 0o2000000
 _IN_MODIFY = 0x2
-_IN_CREATE = 0x100
+_IN_ATTRIB = 0x4
 _IN_MOVED_TO = 0x80
+_IN_CREATE = 0x100
 _IN_DELETE = 0x200
-_MASK = _IN_MODIFY | _IN_CREATE | _IN_MOVED_TO | _IN_DELETE
+_IN_Q_OVERFLOW = 0x4000
+_MASK = _IN_MODIFY | _IN_ATTRIB | _IN_CREATE | _IN_MOVED_TO | _IN_DELETE
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then the name, NUL-padded
 _FALLBACK_POLL_S = 0.2
+_SELECTOR: type[selectors.BaseSelector] = getattr(selectors, "PollSelector",
+                                                  selectors.DefaultSelector)
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -40,49 +56,104 @@ def _load_libc() -> ctypes.CDLL | None:
 _LIBC = _load_libc()
 
 
+def doorbells_dir(root: Path) -> Path:
+    """The directory of a log's doorbells (the one directory consumers watch)."""
+    return root / DOORBELLS_DIR
+
+
+def doorbell_name(topic: str, partition: int) -> str:
+    """The doorbell of one partition."""
+    return f"{topic_dir_name(topic)}~{partition}"
+
+
+def ring(root: Path, name: str) -> None:
+    """Tell watchers that ``name`` changed (a partition's doorbell, or ``TOPICS_BELL``)."""
+    path = root / DOORBELLS_DIR / name
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        path.parent.mkdir(exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+@dataclass(slots=True)
+class Changes:
+    """What changed since the last drain: entry names per watched directory."""
+
+    names: dict[Path, set[str]] = field(default_factory=dict)
+    everything: bool = False  # no inotify, or events were lost: assume all changed
+
+    def in_dir(self, directory: Path) -> set[str]:
+        """Names that changed in ``directory``."""
+        return self.names.get(directory, set())
+
+
 class AppendWatcher:
-    """Waits for changes in a set of directories."""
+    """Waits for changes in a few directories and says which entries changed."""
 
     def __init__(self) -> None:
         self._fd = -1
-        self._watched: set[Path] = set()
+        self._dirs: dict[int, Path] = {}
+        self._selector: selectors.BaseSelector | None = None
         if _LIBC is not None:
             fd = _LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
-            self._fd = fd if fd >= 0 else -1
+            if fd >= 0:
+                self._fd = fd
+                self._selector = _SELECTOR()
+                self._selector.register(fd, selectors.EVENT_READ)
 
     @property
     def uses_inotify(self) -> bool:
         return self._fd >= 0
 
     def watch(self, directory: Path) -> None:
-        """Wake on writes and new files in ``directory`` (ignored if it does not exist)."""
-        if directory in self._watched or self._fd < 0 or _LIBC is None:
+        """Report writes, new and touched entries of ``directory`` (created if missing)."""
+        if directory in self._dirs.values() or self._fd < 0 or _LIBC is None:
             return
-        if _LIBC.inotify_add_watch(self._fd, os.fsencode(directory), _MASK) >= 0:
-            self._watched.add(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        wd = _LIBC.inotify_add_watch(self._fd, os.fsencode(directory), _MASK)
+        if wd >= 0:
+            self._dirs[wd] = directory
 
     def wait(self, timeout: float) -> None:
-        """Sleep until a watched directory changes or ``timeout`` s pass."""
+        """Sleep until a watched directory changes or ``timeout`` s pass (changes stay
+        pending for ``drain``)."""
         if timeout <= 0:
             return
-        if self._fd < 0:
+        if self._selector is None:
             time.sleep(min(timeout, _FALLBACK_POLL_S))
             return
-        readable, _, _ = select.select([self._fd], [], [], timeout)
-        if readable:
-            self.drain()
+        self._selector.select(timeout)
 
-    def drain(self) -> None:
-        """Forget pending notifications (called before reading, so none is missed)."""
+    def drain(self) -> Changes:
+        """What changed since the last call (call before reading, so nothing is missed)."""
+        changes = Changes(everything=self._fd < 0)
         if self._fd < 0:
-            return
+            return changes
         with contextlib.suppress(BlockingIOError):
-            while os.read(self._fd, 65536):
-                pass
+            while data := os.read(self._fd, 1 << 16):
+                self._parse(data, changes)
+        return changes
+
+    def _parse(self, data: bytes, changes: Changes) -> None:
+        pos = 0
+        while pos + _EVENT.size <= len(data):
+            wd, mask, _, length = _EVENT.unpack_from(data, pos)
+            name = data[pos + _EVENT.size:pos + _EVENT.size + length].rstrip(b"\0")
+            pos += _EVENT.size + length
+            if mask & _IN_Q_OVERFLOW:
+                changes.everything = True
+                continue
+            directory = self._dirs.get(wd)
+            if directory is not None and name:
+                changes.names.setdefault(directory, set()).add(os.fsdecode(name))
 
     def close(self) -> None:
         """Release the inotify descriptor."""
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        self._watched.clear()
+        self._dirs.clear()

@@ -18,17 +18,20 @@ from cdc.crashpoints import crash_point
 from cdc.errors import LogError
 
 from ..partitioner import partition_for
-from ..records import Position, Record, TopicPartition
+from ..records import NO_POSITION, Position, Record, TopicPartition
 from .compaction import compact_partition
+from .names import migrate_case_dirs
+from .notify import TOPICS_BELL, doorbell_name, ring
 from .retention import apply_retention
-from .topic_lock import TopicLock
-from .topics import TopicMeta, partition_dir, read_meta, write_meta
-from .writer import PartitionWriter
+from .topic_lock import TopicLock, topic_locks
+from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta, write_meta
+from .writer import PartitionWriter, fsync_dir
 
 if TYPE_CHECKING:
     from .log import FileLog
 
-RETENTION_CHECK_S = 30.0
+RETENTION_CHECK_S = 30.0  # every partition written is checked this often
+RETENTION_SLICE = 256  # partitions checked at once
 
 
 class FileProducer:
@@ -44,17 +47,24 @@ class FileProducer:
             os.close(self._lock_fd)
             raise LogError(f"another process is writing to the log at {log.root}; "
                            "stop it first (one capture per log)") from None
+        if migrate_case_dirs(log.root):
+            fsync_dir(log.root)
+            ring(log.root, TOPICS_BELL)
         self._writers: dict[TopicPartition, PartitionWriter] = {}
+        self._bells: dict[TopicPartition, str] = {}
+        self._idle_ends: dict[TopicPartition, int] = {}  # held topics' unwritten partitions
         self._syncer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="log-fsync")
         self._partitions: dict[str, int] = {}
+        self._lock_table = topic_locks(log.root)
         self._topic_locks: dict[str, TopicLock] = {}
         self._next_retention = time.monotonic() + RETENTION_CHECK_S
+        self._retention_cursor = 0
         self._next_compaction = time.monotonic() + log.settings.compaction_interval_ms / 1000
 
     def _hold_topic(self, topic: str) -> None:
         if topic in self._topic_locks:
             return
-        lock = TopicLock(self._log.root, topic)
+        lock = TopicLock(self._log.root, topic, self._lock_table)
         if not lock.try_acquire():
             raise LogError(f"topic {topic!r} is being written by another producer "
                            f"(lock {lock.path}); the capture cannot write it")
@@ -80,8 +90,11 @@ class FileProducer:
             writer = PartitionWriter(partition_dir(self._log.root, tp.topic, tp.partition),
                                      tp.topic, tp.partition,
                                      segment_bytes=settings.segment_bytes,
-                                     segment_ms=settings.segment_ms, fsync=settings.fsync)
+                                     segment_ms=settings.segment_ms, fsync=settings.fsync,
+                                     pool=self._log.handles)
             self._writers[tp] = writer
+            self._idle_ends.pop(tp, None)
+            self._bells[tp] = doorbell_name(tp.topic, tp.partition)
         return writer
 
     def append(self, records: Sequence[Record]) -> None:
@@ -116,8 +129,11 @@ class FileProducer:
         elif written:  # the disk works on all partitions' flushes at once
             for _ in self._syncer.map(PartitionWriter.sync, written):
                 pass
+        root, bells = self._log.root, self._bells
+        for tp in batches:  # durable now: wake the consumers of these partitions only
+            ring(root, bells[tp])
         if time.monotonic() >= self._next_retention:
-            self.enforce_retention()
+            self.enforce_retention(max_partitions=RETENTION_SLICE)
         if time.monotonic() >= self._next_compaction:
             self.compact()
 
@@ -126,14 +142,30 @@ class FileProducer:
         return self.writer(tp).next_offset
 
     def known_end_offset(self, tp: TopicPartition) -> int | None:
-        """The next offset of a partition this producer has written, else None."""
+        """The next offset of a partition of a topic this producer writes (read from disk
+        once, then kept: nobody else may append to it), else None."""
         writer = self._writers.get(tp)
-        return writer.next_offset if writer is not None else None
+        if writer is not None:
+            return writer.next_offset
+        if tp.topic not in self._topic_locks:
+            return None
+        end = self._idle_ends.get(tp)
+        if end is None:
+            end = self._idle_ends[tp] = end_offset(self._log.root, tp.topic, tp.partition)
+        return end
 
     def last_positions(self, topic: str) -> dict[int, Position]:
-        """Source position of the last durable record of every partition of ``topic``."""
-        return {p: self.writer(TopicPartition(topic, p)).last_durable_position
-                for p in range(self._partition_count(topic))}
+        """Source position of the last durable record of every partition of ``topic``
+        (read from each partition's tail; no file stays open)."""
+        found: dict[int, Position] = {}
+        for p in range(self._partition_count(topic)):
+            writer = self._writers.get(TopicPartition(topic, p))
+            if writer is not None:
+                found[p] = writer.last_durable_position
+            else:
+                last = last_record(self._log.root, topic, p)
+                found[p] = last.position if last is not None else NO_POSITION
+        return found
 
     def compact(self, *, min_dirty_ratio: float | None = None) -> int:
         """Compact every compacted topic's partitions written by this producer; returns
@@ -151,15 +183,25 @@ class FileProducer:
                                          min_dirty_ratio=ratio).records_removed
         return removed
 
-    def enforce_retention(self) -> int:
-        """Apply the log's retention to every partition written; segments removed."""
-        self._next_retention = time.monotonic() + RETENTION_CHECK_S
+    def enforce_retention(self, *, max_partitions: int | None = None) -> int:
+        """Apply the log's retention to the partitions written (all of them, or the next
+        ``max_partitions`` in turn); segments removed."""
         settings = self._log.settings
+        writers = list(self._writers.values())
+        if max_partitions is None or max_partitions >= len(writers):
+            self._next_retention = time.monotonic() + RETENTION_CHECK_S
+            chosen = writers
+        else:  # a slice per check, so a sweep of thousands of partitions never stalls
+            self._next_retention = time.monotonic() + (
+                RETENTION_CHECK_S * max_partitions / len(writers))
+            start = self._retention_cursor % len(writers)
+            chosen = writers[start:start + max_partitions]
+            self._retention_cursor = start + max_partitions
         if settings.retention_ms is None and settings.retention_bytes is None:
             return 0
         return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
                                    retention_bytes=settings.retention_bytes)
-                   for w in self._writers.values())
+                   for w in chosen)
 
     def close(self) -> None:
         """Close every partition file and release the writer lock."""
@@ -167,9 +209,8 @@ class FileProducer:
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
-        for lock in self._topic_locks.values():
-            lock.release()
         self._topic_locks.clear()
+        self._lock_table.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

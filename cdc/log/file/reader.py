@@ -1,4 +1,8 @@
-"""Reading one partition sequentially from any offset, across segment files."""
+"""Reading one partition sequentially from any offset, across segment files.
+
+A reader opens its segment lazily, on the first ``read`` after a ``seek``, and only while
+the log's ``HandlePool`` lets it; closed by the pool, it reopens where it was.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from cdc.errors import LogCorruptionError
 
 from ..records import Message
 from .codec import RecordFormatError, decode_record
+from .handles import HandlePool
 from .segments import INDEX_SUFFIX, SparseIndex, list_segments, segment_for, segment_name
 from .topics import read_meta
 
@@ -23,47 +28,68 @@ class PartitionReader:
     raises LogCorruptionError with the file and byte position.
     """
 
-    def __init__(self, directory: Path, topic: str, partition: int) -> None:
+    file_count = 1
+    __slots__ = ("__weakref__", "_base", "_file", "_partial", "_pool", "_pos", "_skipping",
+                 "directory", "next_offset", "partition", "topic")
+
+    def __init__(self, directory: Path, topic: str, partition: int,
+                 pool: HandlePool | None = None) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.next_offset = 0
+        self._pool = pool if pool is not None else HandlePool(2)
         self._file: BinaryIO | None = None
-        self._base = -1
+        self._base = -1        # segment of the cursor; -1: not located yet (after a seek)
         self._pos = 0          # byte position of the next unread line
         self._partial = b""    # bytes after _pos already read that hold no full line
         self._skipping = False  # after a seek: records below next_offset are skipped
 
     def seek(self, offset: int) -> None:
-        """Position the cursor at the first record with offset ≥ ``offset``."""
-        self._close()
+        """Position the cursor at the first record with offset ≥ ``offset`` (lazily: no
+        file is opened until the next ``read``)."""
+        self.close_files()
         self.next_offset = offset
         self._skipping = True
+        self._base = -1
+
+    def _locate(self) -> bool:
+        """Open the segment holding ``next_offset``; False when the partition is empty."""
         bases = list_segments(self.directory)
         if not bases:
-            return
-        base = segment_for(bases, offset)
+            return False
+        base = segment_for(bases, self.next_offset)
         path = self.directory / segment_name(base)
         try:
             self._open(base, path)
             size = os.path.getsize(path)
         except FileNotFoundError:  # removed by retention meanwhile
-            self.seek(offset)
-            return
-        floor = SparseIndex.load(path.with_suffix(INDEX_SUFFIX), size).floor(offset)
+            return self._locate()
+        floor = SparseIndex.load(path.with_suffix(INDEX_SUFFIX), size).floor(self.next_offset)
         if floor is not None:
             self._pos = floor[1]
+        return True
+
+    def _reopen(self) -> bool:
+        """Reopen the segment the pool closed; False when it is gone (then relocate)."""
+        try:
+            self._file = (self.directory / segment_name(self._base)).open("rb", buffering=0)
+        except FileNotFoundError:
+            self._base = -1
+            return False
+        return True
 
     def read(self, max_records: int = 10_000) -> list[Message]:
         """Up to ``max_records`` complete records after the cursor (may be empty)."""
-        if self._file is None:
-            self.seek(self.next_offset)
-            if self._file is None:
-                return []
-        while True:
-            batch = self._read_lines(max_records)
-            if batch or not self._advance_segment():
-                return batch
+        with self._pool.use(self):
+            if self._file is None and (self._base < 0 or not self._reopen()):
+                self._skipping = True
+                if not self._locate():
+                    return []
+            while True:
+                batch = self._read_lines(max_records)
+                if batch or not self._advance_segment():
+                    return batch
 
     def _read_lines(self, limit: int) -> list[Message]:
         assert self._file is not None
@@ -106,7 +132,7 @@ class PartitionReader:
             if bases and self._base < bases[0]:
                 # our segment was removed by retention: go on from the log's start
                 self.seek(max(self.next_offset, bases[0]))
-                return True
+                return self._locate()
             return False
         if os.fstat(self._file.fileno()).st_size > self._pos:
             if self._partial:
@@ -125,7 +151,7 @@ class PartitionReader:
         return meta is None or meta.compacted
 
     def _open(self, base: int, path: Path) -> None:
-        self._close()
+        self.close_files()
         self._file = path.open("rb", buffering=0)
         self._base, self._pos, self._partial = base, 0, b""
 
@@ -134,11 +160,16 @@ class PartitionReader:
                                   file=str(self.directory / segment_name(self._base)),
                                   position=position)
 
-    def _close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file = None
+    @property
+    def has_open_files(self) -> bool:
+        return self._file is not None
+
+    def close_files(self) -> None:
+        """Close the open segment file (the cursor stays; reopened on the next read)."""
+        file, self._file = self._file, None  # the pool may call this from another thread
+        if file is not None:
+            file.close()
 
     def close(self) -> None:
         """Release the open segment file."""
-        self._close()
+        self._pool.forget(self)

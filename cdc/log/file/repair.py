@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .codec import RecordFormatError, decode_record
+from .names import topic_dir_name
 from .segments import INDEX_ENTRY, INDEX_SUFFIX, scan_segment
 from .verify import VerifyProblem, verify_log
 from .writer import fsync_dir
@@ -53,7 +54,7 @@ def _repair_segment(root: Path, path: Path, topic: str, partition: int) -> Repai
             dropped += 1
             continue
         kept.append(line + b"\n")
-    quarantine = root / "_quarantine" / topic / path.parent.name
+    quarantine = root / "_quarantine" / topic_dir_name(topic) / path.parent.name
     quarantine.mkdir(parents=True, exist_ok=True)
     target = quarantine / path.name
     shutil.copy2(path, target)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..records import Message
-from .notify import AppendWatcher
+from .notify import AppendWatcher, doorbells_dir
 from .reader import PartitionReader
 from .topics import end_offset, partition_dir, read_meta, start_offset
 
@@ -50,8 +50,7 @@ class TopicReader:
     def follow(self) -> Iterator[Message]:
         """Everything there now, then new records as they arrive (until interrupted)."""
         watcher = AppendWatcher()
-        for p in self.readers:
-            watcher.watch(partition_dir(self.root, self.topic, p))
+        watcher.watch(doorbells_dir(self.root))
         try:
             while True:
                 watcher.drain()

@@ -17,6 +17,7 @@ from cdc.errors import LogError
 
 from ..partitioner import partition_for
 from ..records import Position, Record
+from .notify import doorbell_name, ring
 from .retention import apply_retention
 from .topic_lock import TopicLock
 from .topics import TopicMeta, last_record, partition_dir, read_meta, write_meta
@@ -56,7 +57,8 @@ class FileTopicProducer:
         settings = self._log.settings
         writer = PartitionWriter(partition_dir(self._log.root, self.topic, partition),
                                  self.topic, partition, segment_bytes=settings.segment_bytes,
-                                 segment_ms=settings.segment_ms, fsync=settings.fsync)
+                                 segment_ms=settings.segment_ms, fsync=settings.fsync,
+                                 pool=self._log.handles)
         self._writers[partition] = writer
         return writer
 
@@ -80,6 +82,7 @@ class FileTopicProducer:
             now_ms = int(time.time() * 1000)
             for partition, batch in batches.items():
                 self._writer(partition).append(batch, now_ms)
+                ring(self._log.root, doorbell_name(self.topic, partition))
             if time.monotonic() >= self._next_retention:
                 self._enforce_retention()
         finally:

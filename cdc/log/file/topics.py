@@ -12,6 +12,8 @@ from cdc.errors import LogError
 
 from ..records import Message
 from .codec import RecordFormatError, decode_record
+from .names import topic_dir, topic_of_dir
+from .notify import TOPICS_BELL, ring
 from .segments import SEGMENT_SUFFIX, list_segments, segment_name
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,248}$")
@@ -34,35 +36,49 @@ def check_topic_name(topic: str) -> None:
 
 def partition_dir(root: Path, topic: str, partition: int) -> Path:
     """Directory of one partition (``partition=<p>``, so Spark sees a partition column)."""
-    return root / topic / f"partition={partition}"
+    return topic_dir(root, topic) / f"partition={partition}"
 
 
 def read_meta(root: Path, topic: str) -> TopicMeta | None:
     """A topic's metadata, or None when the topic does not exist."""
     try:
-        data = json.loads((root / topic / "topic.json").read_text())
+        data = json.loads((topic_dir(root, topic) / "topic.json").read_text())
     except FileNotFoundError:
         return None
     return TopicMeta(int(data["partitions"]), bool(data.get("compacted", False)))
 
 
 def write_meta(root: Path, topic: str, meta: TopicMeta) -> None:
-    """Create a topic's directories and metadata (atomically)."""
+    """Create a topic's directories and metadata (atomically), and tell consumers."""
     check_topic_name(topic)
+    directory = topic_dir(root, topic)
+    stored = topic_of_dir(root, directory.name) if (directory / "topic.json").exists() else None
+    if stored is not None and stored != topic:
+        raise LogError(f"topic {topic!r}: its directory {directory.name!r} already holds "
+                       f"topic {stored!r}; rename one of the two tables' topics")
     for p in range(meta.partitions):
         partition_dir(root, topic, p).mkdir(parents=True, exist_ok=True)
-    path = root / topic / "topic.json"
+    path = directory / "topic.json"
     tmp = path.with_name(f".topic.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"partitions": meta.partitions, "compacted": meta.compacted}))
+    tmp.write_text(json.dumps({"partitions": meta.partitions, "compacted": meta.compacted,
+                               "topic": topic}))
     os.replace(tmp, path)
+    ring(root, TOPICS_BELL)
 
 
 def list_topics(root: Path) -> list[str]:
     """Every topic under ``root``, sorted."""
     if not root.exists():
         return []
-    return sorted(p.name for p in root.iterdir()
-                  if not p.name.startswith(("_", ".")) and (p / "topic.json").exists())
+    found = []
+    with os.scandir(root) as entries:
+        names = [e.name for e in entries if not e.name.startswith(("_", "."))]
+    for name in names:
+        if os.path.exists(os.path.join(root, name, "topic.json")):
+            topic = topic_of_dir(root, name)
+            if topic is not None:
+                found.append(topic)
+    return sorted(found)
 
 
 def last_record(root: Path, topic: str, partition: int) -> Message | None:

@@ -1,4 +1,8 @@
-"""Appending to one partition: durable batches, segment rollover, recovery on open."""
+"""Appending to one partition: durable batches, segment rollover, recovery on open.
+
+A writer keeps its segment and index files open only while the log's ``HandlePool``
+lets it (see ``handles``); closed by the pool, it fsyncs first and reopens on next use.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from pathlib import Path
 
 from ..records import NO_POSITION, Position, Record
 from .codec import decode_record, encode_record
+from .handles import HandlePool
 from .segments import (
     INDEX_ENTRY,
     INDEX_INTERVAL_BYTES,
@@ -35,8 +40,14 @@ def fsync_dir(directory: Path) -> None:
 class PartitionWriter:
     """The single writer of one partition (the process holding the log's writer lock)."""
 
+    file_count = 2  # the segment and its index
+    __slots__ = ("__weakref__", "_base", "_dirty", "_fd", "_index_fd", "_last_indexed",
+                 "_opened_at", "_pool", "_size", "_sync_error", "directory", "fsync",
+                 "last_position", "next_offset", "partition", "segment_bytes", "segment_ms",
+                 "topic")
+
     def __init__(self, directory: Path, topic: str, partition: int, *, segment_bytes: int,
-                 segment_ms: int, fsync: bool) -> None:
+                 segment_ms: int, fsync: bool, pool: HandlePool | None = None) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -45,8 +56,11 @@ class PartitionWriter:
         self.fsync = fsync
         self.next_offset = 0
         self.last_position = NO_POSITION
+        self._pool = pool if pool is not None else HandlePool(self.file_count)
         self._fd = -1
         self._index_fd = -1
+        self._dirty = False  # written since the last fdatasync
+        self._sync_error: OSError | None = None
         self._base = 0
         self._size = 0
         self._opened_at = 0.0
@@ -58,7 +72,7 @@ class PartitionWriter:
     def _recover(self) -> None:
         bases = list_segments(self.directory)
         if not bases:
-            self._open_segment(0)
+            self._start_segment(0)
             return
         base = bases[-1]
         path = self.directory / segment_name(base)
@@ -78,8 +92,8 @@ class PartitionWriter:
         elif scan.last_line is not None:
             self.last_position = decode_record(scan.last_line, self.topic,
                                                self.partition).position
-        self._open_segment(base, existing_size=scan.valid_end, index=index,
-                           extra_index=scan.index)
+        self._start_segment(base, existing_size=scan.valid_end, index=index,
+                            extra_index=scan.index)
 
     def _recover_position_from(self, base: int) -> None:
         path = self.directory / segment_name(base)
@@ -88,23 +102,42 @@ class PartitionWriter:
             self.last_position = decode_record(scan.last_line, self.topic,
                                                self.partition).position
 
-    def _open_segment(self, base: int, *, existing_size: int = 0,
-                      index: SparseIndex | None = None,
-                      extra_index: Sequence[tuple[int, int]] = ()) -> None:
-        self._close_files()
+    def _start_segment(self, base: int, *, existing_size: int = 0,
+                       index: SparseIndex | None = None,
+                       extra_index: Sequence[tuple[int, int]] = ()) -> None:
+        """Make ``base`` the active segment (created if missing, index rewritten); its
+        files are opened on the next append."""
         path = self.directory / segment_name(base)
         created = not path.exists()
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        if created:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
         entries = list(zip(index.offsets, index.positions, strict=True)) if index else []
         entries += [e for e in extra_index if not entries or e[1] > entries[-1][1]]
-        index_path = path.with_suffix(INDEX_SUFFIX)
-        self._index_fd = os.open(index_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(self._index_fd, b"".join(INDEX_ENTRY.pack(o, p) for o, p in entries))
+        index_fd = os.open(path.with_suffix(INDEX_SUFFIX),
+                           os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(index_fd, b"".join(INDEX_ENTRY.pack(o, p) for o, p in entries))
+        finally:
+            os.close(index_fd)
         self._last_indexed = entries[-1][1] if entries else -INDEX_INTERVAL_BYTES
         self._base, self._size = base, existing_size
         self._opened_at = time.time()
         if created:
             fsync_dir(self.directory)
+
+    def _ensure_open(self) -> None:
+        """Open the active segment for appending (inside ``pool.use``)."""
+        if self._fd >= 0:
+            return
+        self._fd = os.open(self.directory / segment_name(self._base), os.O_WRONLY | os.O_APPEND)
+
+    def _append_index(self, entries: bytes) -> None:
+        """Add sparse index entries (the index file is opened when first needed)."""
+        if self._index_fd < 0:
+            path = self.directory / segment_name(self._base)
+            self._index_fd = os.open(path.with_suffix(INDEX_SUFFIX),
+                                     os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._index_fd, entries)
 
     # -- appending -------------------------------------------------------------------
     def append(self, records: Sequence[Record], now_ms: int, *, sync: bool = True) -> int:
@@ -113,31 +146,35 @@ class PartitionWriter:
 
         Returns the offset of the first record written.
         """
-        if self._size >= self.segment_bytes or (
-                self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
-            self._open_segment(self.next_offset)
-        first = offset = self.next_offset
-        lines = []
-        index_entries = []
-        position = self._size
-        for record in records:
-            line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
-                                 record.tombstone, record.key, record.value)
-            if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
-                index_entries.append(INDEX_ENTRY.pack(offset, position))
-                self._last_indexed = position
-            lines.append(line)
-            position += len(line)
-            offset += 1
-        data = b"".join(lines)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if sync:
-            self.sync()
-        if index_entries:
-            os.write(self._index_fd, b"".join(index_entries))
+        with self._pool.use(self):
+            if self._size >= self.segment_bytes or (
+                    self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
+                self._sync_open()
+                self._close_fds()
+                self._start_segment(self.next_offset)
+            self._ensure_open()
+            first = offset = self.next_offset
+            lines = []
+            index_entries = []
+            position = self._size
+            for record in records:
+                line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
+                                     record.tombstone, record.key, record.value)
+                if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
+                    index_entries.append(INDEX_ENTRY.pack(offset, position))
+                    self._last_indexed = position
+                lines.append(line)
+                position += len(line)
+                offset += 1
+            view = memoryview(b"".join(lines))
+            self._dirty = True
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if sync:
+                self._sync_open()
+            if index_entries:
+                self._append_index(b"".join(index_entries))
         self._size = position
         self.next_offset = offset
         if records and records[-1].position != NO_POSITION:
@@ -148,7 +185,7 @@ class PartitionWriter:
         """True when nobody else appended since this writer's last write: its segment is
         still the partition's newest and has exactly the bytes it wrote."""
         try:
-            size = os.fstat(self._fd).st_size if self._fd >= 0 else -1
+            size = (self.directory / segment_name(self._base)).stat().st_size
         except OSError:
             return False
         bases = list_segments(self.directory)
@@ -156,20 +193,48 @@ class PartitionWriter:
 
     def sync(self) -> None:
         """Make what was appended durable (fdatasync), if the log is configured to."""
-        if self.fsync:
-            os.fdatasync(self._fd)
+        if not self._dirty and self._sync_error is None:
+            return
+        with self._pool.use(self):
+            self._sync_open()
+
+    def _sync_open(self) -> None:
+        if self._sync_error is not None:
+            error, self._sync_error = self._sync_error, None
+            raise error
+        if self._dirty and self._fd >= 0:
+            if self.fsync:
+                os.fdatasync(self._fd)
+            self._dirty = False
 
     @property
     def last_durable_position(self) -> Position:
         """The source position of the last record written (``NO_POSITION`` when none)."""
         return self.last_position
 
-    def _close_files(self) -> None:
+    @property
+    def has_open_files(self) -> bool:
+        return self._fd >= 0
+
+    def close_files(self) -> None:
+        """Fsync what is pending, then close the files (the pool's eviction)."""
+        try:
+            self._sync_open()
+        except OSError as exc:  # reported by the next sync(), in the appending thread
+            self._sync_error = exc
+            self._dirty = False
+        self._close_fds()
+
+    def _close_fds(self) -> None:
         for fd in (self._fd, self._index_fd):
             if fd >= 0:
                 os.close(fd)
         self._fd = self._index_fd = -1
 
     def close(self) -> None:
-        """Close the segment and index files."""
-        self._close_files()
+        """Make pending appends durable and close the segment and index files."""
+        self._pool.forget(self)
+        if self._sync_error is not None:
+            log.error("fsync failed while closing: %s", self._sync_error,
+                      extra={"topic": self.topic, "partition": self.partition})
+            self._sync_error = None

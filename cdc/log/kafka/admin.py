@@ -1,53 +1,160 @@
-"""The Kafka backend's admin: topics, watermarks, group offsets."""
+"""The Kafka backend's admin: topics (created in batches), watermarks, group offsets."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from cdc.errors import LogError
 
+from ..limits import DEFAULT_MAX_RECORD_BYTES
 from ..records import GroupLag, PartitionInfo
+from .retry import retrying
+from .settings import message_bytes, topic_config
+
+log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
+TOPICS_PER_CALL = 250
+"""Topics created (or checked) by one admin request."""
+
+
+def _batches(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), TOPICS_PER_CALL):
+        yield items[start:start + TOPICS_PER_CALL]
 
 
 class KafkaAdmin:
     """Topics, partitions, offsets and lag on a Kafka cluster."""
 
-    def __init__(self, config: dict[str, Any], default_partitions: int) -> None:
+    def __init__(self, config: dict[str, Any], default_partitions: int,
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> None:
         self._config = config
         self._client = AdminClient(config)
         self._default_partitions = default_partitions
+        self.max_record_bytes = max_record_bytes
         self._counts: dict[str, int] = {}
 
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         """Create ``topic`` unless it exists."""
+        self.create_topics([topic], partitions)
+
+    def create_topics(self, topics: Sequence[str], partitions: int | None = None) -> None:
+        """Create every topic of ``topics`` that does not exist, one request per batch, with
+        a ``max.message.bytes`` that fits ``log.max_record_bytes``; existing topics whose
+        limit is lower are raised to it."""
+        wanted = sorted(set(topics) - self._counts.keys())
+        if not wanted:
+            return
+        existing = self._existing_counts(wanted)
         count = partitions or self._default_partitions
-        futures = self._client.create_topics([NewTopic(topic, count, -1)])
+        missing = [t for t in wanted if t not in existing]
+        for batch in _batches(missing):
+            futures = self._client.create_topics(
+                [NewTopic(t, count, -1, config=topic_config(self.max_record_bytes))
+                 for t in batch], request_timeout=TIMEOUT_S)
+            for topic, future in futures.items():
+                try:
+                    future.result(TIMEOUT_S)
+                except KafkaException as exc:
+                    if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                        raise LogError(f"cannot create topic {topic!r}: {exc}") from exc
+                    existing[topic] = self._existing_counts([topic]).get(topic, count)
+                    continue
+                self._counts[topic] = count
+            self._await_leaders(batch)
+        self.raise_limits(sorted(existing))
+        self._counts.update(existing)
+
+    def _await_leaders(self, topics: Sequence[str]) -> None:
+        """Wait until every partition of ``topics`` has a leader (a new topic's first
+        moments answer NOT_LEADER_FOR_PARTITION)."""
+        deadline = time.monotonic() + TIMEOUT_S
+        waiting = list(topics)
+        while waiting and time.monotonic() < deadline:
+            metadata = self._client.list_topics(timeout=TIMEOUT_S)
+            waiting = [t for t in waiting if (meta := metadata.topics.get(t)) is None
+                       or meta.error is not None or not meta.partitions
+                       or any(p.leader < 0 for p in meta.partitions.values())]
+            if waiting:
+                time.sleep(0.1)
+
+    def _existing_counts(self, topics: Sequence[str]) -> dict[str, int]:
+        """Partition counts of those of ``topics`` that exist (one metadata request)."""
         try:
-            futures[topic].result(TIMEOUT_S)
+            metadata = (self._client.list_topics(topics[0], timeout=TIMEOUT_S)
+                        if len(topics) == 1 else self._client.list_topics(timeout=TIMEOUT_S))
         except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise LogError(f"cannot create topic {topic!r}: {exc}") from exc
+            raise LogError(f"cannot list Kafka topics: {exc}") from exc
+        found = {}
+        for topic in topics:
+            meta = metadata.topics.get(topic)
+            if meta is not None and meta.error is None and meta.partitions:
+                found[topic] = len(meta.partitions)
+        return found
+
+    def topic_limits(self, topics: Sequence[str]) -> dict[str, int]:
+        """``max.message.bytes`` of each of ``topics`` (one describe request per batch)."""
+        limits: dict[str, int] = {}
+        for batch in _batches(topics):
+            futures = self._client.describe_configs(
+                [ConfigResource(ResourceType.TOPIC, t) for t in batch],
+                request_timeout=TIMEOUT_S)
+            for resource, future in futures.items():
+                entry = future.result(TIMEOUT_S).get("max.message.bytes")
+                if entry is not None and entry.value is not None:
+                    limits[resource.name] = int(entry.value)
+        return limits
+
+    def raise_limits(self, topics: Sequence[str]) -> None:
+        """Raise ``max.message.bytes`` of topics that are below what the setting needs."""
+        needed = message_bytes(self.max_record_bytes)
+        low = [t for t, limit in self.topic_limits(topics).items() if limit < needed]
+        for batch in _batches(low):
+            entry = [ConfigEntry("max.message.bytes", str(needed),
+                                 incremental_operation=AlterConfigOpType.SET)]
+            futures = self._client.incremental_alter_configs(
+                [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entry)
+                 for t in batch], request_timeout=TIMEOUT_S)
+            for resource, future in futures.items():
+                try:
+                    future.result(TIMEOUT_S)
+                except KafkaException as exc:
+                    log.warning("cannot raise max.message.bytes of topic %s to %d: %s",
+                                resource.name, needed, exc, extra={"topic": resource.name})
+                else:
+                    log.info("raised max.message.bytes of topic %s to %d (log.max_record_"
+                             "bytes)", resource.name, needed, extra={"topic": resource.name})
+
+    def broker_limit(self) -> int | None:
+        """The broker's ``message.max.bytes`` (the default of topics created elsewhere)."""
+        brokers = self._client.list_topics(timeout=TIMEOUT_S).brokers
+        if not brokers:
+            return None
+        resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
+        entries = self._client.describe_configs([resource],
+                                                request_timeout=TIMEOUT_S)[resource]
+        entry = entries.result(TIMEOUT_S).get("message.max.bytes")
+        return int(entry.value) if entry is not None and entry.value is not None else None
 
     def partition_count(self, topic: str, *, create: bool = False) -> int:
         """Partitions of ``topic`` (cached); created with the default count if asked."""
         count = self._counts.get(topic)
         if count is not None:
             return count
-        metadata = self._client.list_topics(topic, timeout=TIMEOUT_S).topics.get(topic)
-        if metadata is None or metadata.error is not None or not metadata.partitions:
-            if not create:
-                return 0
-            self.create_topic(topic)
-            metadata = self._client.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
-        count = self._counts[topic] = len(metadata.partitions)
-        return count
+        if create:
+            self.create_topics([topic])
+            return self._counts[topic]
+        return self._existing_counts([topic]).get(topic, 0)  # not cached: limits unchecked
 
     def topics(self) -> list[str]:
         """Every topic but Kafka's internal ones, sorted."""
@@ -57,8 +164,8 @@ class KafkaAdmin:
     def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         reader = Consumer({**self._config, "group.id": "distributary-admin"})
         try:
-            low, high = reader.get_watermark_offsets(KafkaTopicPartition(topic, partition),
-                                                     timeout=TIMEOUT_S)
+            low, high = retrying(lambda: reader.get_watermark_offsets(
+                KafkaTopicPartition(topic, partition), timeout=TIMEOUT_S))
         finally:
             reader.close()
         return int(low), int(high)

@@ -21,6 +21,7 @@ from ..records import (
     TopicPartition,
 )
 from .headers import to_message
+from .pattern import TopicPattern
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,8 @@ class KafkaConsumer:
 
     def __init__(self, config: dict[str, Any], group: str, *, topics: Sequence[str] = (),
                  pattern: str | None = None, start: StartAt | None = None,
-                 backpressure: Backpressure | None = None) -> None:
+                 backpressure: Backpressure | None = None,
+                 fetch_config: dict[str, Any] | None = None) -> None:
         if bool(topics) == (pattern is not None):
             raise ValueError("give either topics or pattern")
         self._start = start or StartAt.committed()
@@ -41,7 +43,7 @@ class KafkaConsumer:
         fallback = (self._start.fallback if self._start.kind is StartKind.COMMITTED
                     else self._start.kind)
         self._consumer = Consumer({
-            **config, "group.id": group, "enable.auto.commit": False,
+            **config, **(fetch_config or {}), "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "latest" if fallback is StartKind.LATEST else "earliest",
             "partition.assignment.strategy": "roundrobin",
         })
@@ -49,13 +51,36 @@ class KafkaConsumer:
         self.group = group
         self._positioned: set[TopicPartition] = set()
         self._delivered: dict[TopicPartition, int] = {}
+        self._resume: dict[TopicPartition, int] = {}  # revoked: where this member was
         self._next_drop_check = 0.0
         self.dropped = 0
-        subscription = list(topics) if pattern is None else [f"^(?:{pattern})$"]
-        self._consumer.subscribe(subscription, on_assign=self._on_assign,
-                                 on_revoke=self._on_revoke)
+        self._pattern = TopicPattern(pattern) if pattern is not None else None
+        self._subscription: list[str] = []
+        self._subscribe(list(topics) if self._pattern is None
+                        else self._pattern.matching(self._consumer))
+
+    def _subscribe(self, topics: list[str]) -> None:
+        """Subscribe to ``topics`` if they differ from the current subscription."""
+        if topics == self._subscription:
+            return
+        if topics:
+            self._consumer.subscribe(topics, on_assign=self._on_assign,
+                                     on_revoke=self._on_revoke)
+        else:
+            self._consumer.unsubscribe()
+        if self._subscription:
+            log.info("topic pattern now matches %d topics", len(topics),
+                     extra={"group": self.group})
+        self._subscription = topics
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        for tp in partitions:  # back after a rebalance: go on where this member was
+            key = TopicPartition(tp.topic, tp.partition)
+            resumed = self._resume.pop(key, None)
+            if resumed is not None:
+                tp.offset = resumed
+                self._delivered[key] = resumed
+                self._positioned.add(key)
         if self._start.kind is not StartKind.COMMITTED:
             for tp in partitions:
                 key = TopicPartition(tp.topic, tp.partition)
@@ -66,7 +91,10 @@ class KafkaConsumer:
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         for tp in partitions:
-            self._delivered.pop(TopicPartition(tp.topic, tp.partition), None)
+            key = TopicPartition(tp.topic, tp.partition)
+            delivered = self._delivered.pop(key, None)
+            if delivered is not None:
+                self._resume[key] = delivered
 
     def _explicit_start(self, tp: Any) -> int:
         kind = self._start.kind
@@ -108,6 +136,16 @@ class KafkaConsumer:
         if self._backpressure.policy is BackpressurePolicy.DROP and \
                 time.monotonic() >= self._next_drop_check:
             self._drop_excess()
+        if self._pattern is not None:
+            if self._pattern.due():
+                try:
+                    self._subscribe(self._pattern.matching(self._consumer))
+                except LogError as exc:  # keep reading what is subscribed; look again later
+                    log.warning("%s", exc, extra={"group": self.group})
+            if not self._subscription:  # nothing matches yet: wait for topics to appear
+                time.sleep(max(0.0, min(timeout, self._pattern.next_refresh
+                                        - time.monotonic())))
+                return []
         out: list[Message] = []
         for raw in self._consumer.consume(max_records, timeout):
             error = raw.error()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..records import Backpressure, BackpressurePolicy, StartAt
+from ..limits import DEFAULT_MAX_RECORD_BYTES
+from ..records import Backpressure, BackpressurePolicy, Message, StartAt
 from .admin import KafkaAdmin
 from .consumer import KafkaConsumer
 from .producer import KafkaProducer
+from .reading import read_to_end
+from .settings import consumer_config
 
 
 class KafkaLog:
@@ -19,10 +22,12 @@ class KafkaLog:
     """
 
     def __init__(self, bootstrap_servers: Sequence[str], *, default_partitions: int = 3,
-                 client_config: dict[str, Any] | None = None) -> None:
+                 client_config: dict[str, Any] | None = None,
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> None:
         self._config: dict[str, Any] = {"bootstrap.servers": ",".join(bootstrap_servers),
                                         **(client_config or {})}
-        self._admin = KafkaAdmin(self._config, default_partitions)
+        self._admin = KafkaAdmin(self._config, default_partitions, max_record_bytes)
+        self._fetch_config = consumer_config(max_record_bytes)
         self._producer: KafkaProducer | None = None
         self._blocking: dict[str, int] = {}
 
@@ -43,7 +48,12 @@ class KafkaLog:
         if backpressure is not None and backpressure.policy is BackpressurePolicy.BLOCK:
             self._blocking[group] = backpressure.max_lag
         return KafkaConsumer(self._config, group, topics=topics, pattern=pattern, start=start,
-                             backpressure=backpressure)
+                             backpressure=backpressure, fetch_config=self._fetch_config)
+
+    def read_to_end(self, topic: str) -> Iterator[Message]:
+        """Every message of ``topic`` up to its current end offsets, by assigning its
+        partitions (no group, no rebalance to wait for); nothing if it does not exist."""
+        return read_to_end({**self._config, **self._fetch_config}, topic)
 
     def admin(self) -> KafkaAdmin:
         """Topics, watermarks and group offsets."""

@@ -109,7 +109,7 @@ def wait_for_ops(env: CaptureEnv, wanted: dict[int, str], timeout: float = 60) -
     """Wait until the last event of each id in ``wanted`` has that op."""
     deadline = time.monotonic() + timeout
     while True:
-        last = {e["key"]["id"]: e["op"] for e in env.values("t")}
+        last = {e["key"]["id"]: e["op"] for e in env.values("t") if e["op"] != "t"}
         if all(last.get(key) == op for key, op in wanted.items()):
             return
         assert time.monotonic() < deadline, f"last ops {last}, wanted {wanted}"
@@ -165,6 +165,9 @@ def test_lost_slot_is_refused_reported_and_recovered(env: CaptureEnv) -> None:
         snapshot = [e for e in env.values("t") if e["op"] == "r"]
         second = [e for e in snapshot if e["after"]["id"] == 1][-1]
         assert second["after"]["v"] == "changed", "the new snapshot holds the missed update"
+        ops = [(e["op"], e["key"].get("id")) for e in env.values("t")]
+        truncated = ops.index(("t", None))  # before the new slot's snapshot: the missed
+        assert ("r", 2) not in ops[truncated:], "delete of id 2 leaves no ghost row"
         with psycopg.connect(env.dsn, autocommit=True) as conn:
             conn.execute("INSERT INTO t VALUES (102, 'streamed')")
         wait_for_ops(env, {102: "c"})

@@ -1,11 +1,15 @@
-"""The short chaos run (``python -m chaos --short``) inside the test suite.
+"""The short chaos run (``python -m chaos --short``) inside the test suite, on both logs.
 
-Its own PostgreSQL, Redis and OpenSearch, the log on a small tmpfs, ``cdc capture`` and
-``cdc connect`` as child processes, a few faults of each kind under a mixed workload;
-then the log must equal the audit table and both sinks the final tables.
+Its own PostgreSQL, Redis and OpenSearch; the log on a small tmpfs (file backend) or on
+Kafka; ``cdc capture`` and ``cdc connect`` as child processes. The initial snapshot is
+killed in its middle, a migration runs during it and rows are deleted while it is down;
+then a few faults of each kind under a mixed workload. The log must equal the audit
+table (and, replayed, the final tables), and both sinks the final tables.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -13,16 +17,25 @@ from chaos.harness import run_chaos, short_options
 
 pytestmark = pytest.mark.integration
 
+SNAPSHOT_FAULTS = {"kill_in_snapshot": 1, "ddl_in_snapshot": 1, "deletes_while_interrupted": 1}
 
-def test_short_chaos_run_loses_duplicates_and_diverges_nothing() -> None:
-    result = run_chaos(short_options(duration=40, seed=7))
+
+@pytest.mark.parametrize("backend", ["file", "kafka"])
+def test_short_chaos_run_loses_duplicates_and_diverges_nothing(
+        backend: str, request: pytest.FixtureRequest) -> None:
+    kafka = request.getfixturevalue("kafka_bootstrap") if backend == "kafka" else None
+    options = dataclasses.replace(short_options(duration=40, seed=7), backend=backend,
+                                  kafka_bootstrap=kafka)
+    result = run_chaos(options)
     found = result.findings
     print(result.summary())
     assert found.problems == [], found.problems
     assert result.fault_errors == [], result.fault_errors
+    disk = {"fill_disk": 1} if backend == "file" else {}
     assert result.faults == {"kill_capture": 3, "kill_connect": 3, "stop_opensearch": 1,
-                             "stop_redis": 1, "restart_postgres": 1, "fill_disk": 1}
-    assert result.runs >= 2 + 3 + 3, "every kill started a new run"
+                             "stop_redis": 1, "restart_postgres": 1, **disk,
+                             **SNAPSHOT_FAULTS}
+    assert result.runs >= 3 + 3 + 3, "every kill started a new run"
     assert found.committed > 1_000 and found.logged == found.committed
     assert result.workload.large_transactions >= 2 and result.workload.truncates >= 1
     assert (found.lost, found.duplicated, found.diverged, found.dead_letters) == (0, 0, 0, 0)

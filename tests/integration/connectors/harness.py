@@ -20,6 +20,7 @@ from cdc.capture.runner import Capture, CaptureSettings
 from cdc.config import ConnectorConfig, PipelineConfig, load_config
 from cdc.log import Message, StartAt
 from cdc.log.file import FileLog
+from cdc.log.file.offsets import OffsetStore
 from connectors.runtime import ConnectorRunner, RuntimeMetrics
 
 
@@ -125,11 +126,10 @@ class PipelineHarness:
     def rewind_group(self, group: str) -> int:
         """Set every committed offset of ``group`` to 0 (its connector must be stopped);
         the number of partitions rewound."""
-        files = [path for path in (self.log_dir / "_groups" / group / "offsets").iterdir()
-                 if not path.name.startswith(".")]
-        for path in files:
-            path.write_text("0\n")
-        return len(files)
+        offsets = OffsetStore(self.log_dir, group)
+        partitions = list(offsets.all())
+        offsets.put_many(dict.fromkeys(partitions, 0))
+        return len(partitions)
 
     def caught_up(self, group: str, topic: str) -> bool:
         """True when ``group`` committed everything the log holds of ``topic``."""

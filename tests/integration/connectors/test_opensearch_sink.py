@@ -188,7 +188,7 @@ def test_a_mapping_conflict_rejects_only_its_event(make_sink: SinkMaker, client:
                                                    table: TableEvents, unique_name: str) -> None:
     sink = make_sink()
     written(sink, [table.upsert({"id": 1, "n": 5}, 100)])
-    bad = table.upsert({"id": 2, "n": "not a number"}, 200)
+    bad = table.upsert({"id": 2, "n..x": 1}, 200)  # a field name OpenSearch cannot parse
     result = sink.write([bad, table.upsert({"id": 3, "n": 6}, 200, 1),
                          table.delete({"id": 1}, 200, 2)])
     assert [r.event for r in result.rejected] == [bad]

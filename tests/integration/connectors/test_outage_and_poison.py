@@ -141,9 +141,14 @@ def test_a_document_opensearch_refuses_goes_to_the_dead_letter_topic(
           fields: [id]
           computed: {{score: "coalesce(num, txt)"}}
 """)
+    # a user-made index whose mapping refuses text in score (indices the sink creates
+    # keep such a value in _source instead)
+    search.indices.create(index=f"{alias}-1", body={
+        "mappings": {"properties": {"score": {"type": "long", "ignore_malformed": False}}},
+        "aliases": {alias: {"is_write_index": True}}})
     harness.start_capture()
     runner = harness.start_connector("search")
-    harness.execute("INSERT INTO things VALUES (1, 5, NULL)")  # maps score as long
+    harness.execute("INSERT INTO things VALUES (1, 5, NULL)")
     wait_until(lambda: indexed_ids(search, alias) == {1}, timeout=30,
                what="the first document is indexed")
     harness.execute("INSERT INTO things VALUES (2, NULL, 'not a number')",

@@ -11,7 +11,8 @@ import redis
 
 from connectors.contract import SinkEvent, SinkUnavailableError, WriteResult
 from connectors.redis import RedisSinkConfig
-from connectors.redis.scripts import SET_JSON, version_text
+from connectors.redis.batch import CHUNK_ROWS
+from connectors.redis.scripts import BATCH, version_text
 from connectors.redis.sink import RedisSink
 from connectors.redis.truncate import SCAN_COUNT
 from tests.unit.connectors.sink_events import TableEvents
@@ -257,15 +258,47 @@ def test_scripts_are_reloaded_after_a_flush(make_sink: SinkMaker, client: RedisC
     assert values(client, table) == {f"{table.table}:1": {"id": 1, "again": True}}
 
 
-def test_a_version_moved_since_the_read_is_reported(client: RedisClient,
-                                                    unique_name: str) -> None:
-    keys = (f"{unique_name}:1", f"_cdc_version:{unique_name}:1", f"_cdc_truncated:{unique_name}")
-    client.set(keys[1], version_text(5))
-    script = client.register_script(SET_JSON)
-    assert script(keys=keys, args=[version_text(9), 0, 0, version_text(4), b"{}"]) == 2
-    assert script(keys=keys, args=[version_text(9), 0, 0, version_text(5), b"{}"]) == 1
-    assert script(keys=keys, args=[version_text(8), 0, 0, "", b"{}"]) == 0
-    assert script(keys=keys, args=[version_text(9), 0, 0, "", b"{}"]) == 1  # equal: rewrite
+def test_the_batch_script_checks_each_rows_version(client: RedisClient,
+                                                   unique_name: str) -> None:
+    marker, key = f"_cdc_truncated:{unique_name}:*", f"{unique_name}:1"
+    client.set(f"_cdc_version:{key}", version_text(5))
+    script = client.register_script(BATCH)
+
+    def call(*rows: tuple[str, int, tuple[bytes | str, ...]]) -> list[Any]:
+        keys = [marker] + [k for _ in rows for k in (key, f"_cdc_version:{key}")]
+        args: list[Any] = [0, 0, 0, 1]
+        for kind, version, extra in rows:
+            args += [kind, 1, version_text(version), *extra]
+        return list(script(keys=keys, args=args))
+
+    assert call(("J", 9, (version_text(4), b'{"v":1}'))) == [1, b"MOVED"]
+    assert client.get(key) is None
+    assert call(("J", 9, (version_text(5), b'{"v":2}'))) == []
+    assert call(("j", 8, (b'{"v":3}',))) == []  # stale: not written, not reported
+    assert client.get(key) == b'{"v":2}'
+    assert call(("j", 9, (b'{"v":4}',)), ("d", 10, ()), ("j", 9, (b'{"v":5}',))) == []
+    assert client.get(key) is None  # the equal version was rewritten, then deleted
+    assert client.get(f"_cdc_version:{key}") == version_text(10).encode()
+    client.hset(marker, "version", version_text(20))
+    assert call(("j", 15, (b'{"v":6}',))) == []  # older than the truncate
+    assert client.get(key) is None
+
+
+def test_a_batch_larger_than_one_call_is_written_whole(make_sink: SinkMaker,
+                                                       client: RedisClient,
+                                                       table: TableEvents) -> None:
+    sink = make_sink()
+    rows = CHUNK_ROWS * 2 + 7
+    written(sink, [table.upsert({"id": n}, 100, n) for n in range(rows)])
+    assert len(values(client, table)) == rows
+    bad = table.upsert({"id": rows + 1, "t": "x"}, 100, rows + 1, unchanged=["body"])
+    client.rpush(f"{table.table}:{rows + 1}", "a list")
+    result = sink.write([table.delete({"id": n}, 200, n) for n in range(CHUNK_ROWS + 3)]
+                        + [bad])
+    assert [r.event for r in result.rejected] == [bad]
+    left = set(client.scan_iter(match=f"{table.table}:*", count=1000))
+    assert len(left) == rows - CHUNK_ROWS - 3 + 1  # and the list stays
+    assert f"{table.table}:{rows + 1}".encode() in left
 
 
 def test_an_unreachable_redis_is_transient() -> None:

@@ -14,8 +14,8 @@ from cdc.capture.incremental_log import (
     table_states,
     tables_record,
 )
-from cdc.capture.snapshot import _copy_field
 from cdc.capture.snapshot_chunks import ChunkKey, KeyColumn, chunk_query
+from cdc.capture.snapshot_copy import _copy_field
 from cdc.capture.watermarks import ALL_KEYS, KeyTracker, SnapshotXids, surviving
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.config.conftest import LoadProblems, problem_at, variant
+from cdc.config import load_config
+from tests.unit.config.conftest import LoadProblems, WriteConfig, problem_at, variant
 
 FILE_LOG = "  backend: file\n  path: ./.data/log"
 
@@ -73,3 +74,20 @@ def test_topic_pattern_must_compile(load_problems: LoadProblems) -> None:
     assert "expected a valid regular expression" in problem_at(
         load_problems(text), "connectors[0].topic_pattern")
 
+
+
+def test_table_patterns_are_accepted(write_config: WriteConfig) -> None:
+    entries = ("public.*", "!public.audit_*", "sales.order_?", '"Sales Dept"."Q1.2025"')
+    text = variant("[public.orders]", "[" + ", ".join(f"'{e}'" for e in entries) + "]")
+    assert load_config(write_config(text)).source.tables == entries
+
+
+@pytest.mark.parametrize(("entry", "words"), [
+    ("public.my table", "write it in double quotes"),
+    ("orders", "expected exactly one '.' between schema and table"),
+    ("public.[ab", "'[' opens a character class that is never closed"),
+])
+def test_a_bad_table_pattern_says_how_to_write_it(load_problems: LoadProblems, entry: str,
+                                                  words: str) -> None:
+    text = variant("[public.orders]", f"[public.orders, '{entry}']")
+    assert words in problem_at(load_problems(text), "source.tables[1]")

@@ -1,0 +1,65 @@
+"""``cdc doctor`` on the Kafka backend: can the log take a record of ``log.max_record_bytes``?
+
+Topics the capture creates carry their own ``max.message.bytes``; the broker's
+``message.max.bytes`` is what topics created any other way get, and the capture raises
+the limit of existing topics below it when it first writes to them.
+"""
+
+from __future__ import annotations
+
+from cdc.config import PipelineConfig
+from cdc.errors import LogError
+
+from .findings import Finding
+
+SHOWN = 10
+
+
+def kafka_limit_findings(config: PipelineConfig) -> list[Finding]:
+    """The broker's and the existing topics' record size limits against the setting."""
+    if config.log.backend != "kafka":
+        return []
+    try:
+        from confluent_kafka import KafkaException
+
+        from cdc.log.kafka import KafkaAdmin
+        from cdc.log.kafka.settings import message_bytes
+    except ImportError as exc:
+        return [Finding("error", "kafka", str(exc), "pip install 'distributary[kafka]'")]
+    setting = config.log.max_record_bytes
+    needed = message_bytes(setting)
+    admin = KafkaAdmin({"bootstrap.servers": ",".join(config.log.bootstrap_servers)},
+                       config.log.partitions, setting)
+    try:
+        broker = admin.broker_limit()
+        prefix = f"{config.topic_prefix}."
+        topics = [t for t in admin.topics() if t.startswith(prefix)]
+        limits = admin.topic_limits(topics)
+    except (KafkaException, LogError) as exc:
+        return [Finding("error", "kafka", f"cannot read the broker's settings: {exc}",
+                        "check log.bootstrap_servers")]
+    findings = []
+    if broker is not None and broker < needed:
+        findings.append(Finding(
+            "warn", "kafka message.max.bytes",
+            f"the broker's message.max.bytes is {broker} bytes, below log.max_record_bytes "
+            f"({setting}): topics the capture creates carry max.message.bytes={needed}, "
+            "but topics created by other tools (or auto-created) refuse larger records",
+            f"set message.max.bytes={needed} in the broker's server.properties, or lower "
+            "log.max_record_bytes"))
+    else:
+        findings.append(Finding("ok", "kafka message.max.bytes", f"broker: {broker} bytes"))
+    low = sorted(t for t, limit in limits.items() if limit < needed)
+    if low:
+        shown = ", ".join(low[:SHOWN]) + (f" … and {len(low) - SHOWN} more"
+                                          if len(low) > SHOWN else "")
+        findings.append(Finding(
+            "warn", "kafka max.message.bytes",
+            f"{len(low)} topics take records below log.max_record_bytes ({setting}): "
+            f"{shown}; the capture raises them when it next writes to them",
+            f"or now: kafka-configs --alter --entity-type topics --entity-name <topic> "
+            f"--add-config max.message.bytes={needed}"))
+    elif topics:
+        findings.append(Finding("ok", "kafka max.message.bytes",
+                                f"{len(topics)} topics take records of {setting} bytes"))
+    return findings

@@ -1,0 +1,114 @@
+"""The catalog of many tables in one query, and telling whether a table changed since.
+
+The initial snapshot learns every table's shape with one query (not two per table), from
+the *current* catalog. When a table's turn comes, inside the exported snapshot,
+``TableCheck`` compares what the snapshot and the catalog say now: a table dropped, one
+rewritten or truncated (a new relfilenode: the old snapshot would see it empty), or one
+whose columns changed (``SELECT * … LIMIT 0`` describes the columns as they are now).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from .pgoutput import Column, Relation
+
+# every column as SELECT * returns it: (name, type oid, typmod); domains as their base
+StarColumns = tuple[tuple[str, int, int], ...]
+
+_TABLES_SQL = """
+SELECT n.nspname, c.relname, c.oid, c.relreplident, c.relkind,
+       CASE WHEN c.relkind = 'p' THEN NULL ELSE pg_relation_size(c.oid) END,
+       c.reltuples::bigint,
+       a.attname, a.atttypid, a.atttypmod, a.attgenerated <> '',
+       coalesce(a.attnum = ANY(i.indkey), false),
+       CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END,
+       CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END
+FROM unnest(%s::text[], %s::text[]) AS wanted(nspname, relname)
+JOIN pg_namespace n ON n.nspname = wanted.nspname
+JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = wanted.relname
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_index i ON i.indrelid = c.oid
+ AND CASE c.relreplident WHEN 'i' THEN i.indisreplident ELSE i.indisprimary END
+ORDER BY c.oid, a.attnum
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogTable:
+    """One table as the catalog describes it now."""
+
+    relation: Relation  # like pgoutput's: generated columns left out
+    star: StarColumns  # what SELECT * returns
+    size_bytes: int | None  # None: partitioned (the size is its partitions')
+    estimated_rows: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.relation.namespace}.{self.relation.name}"
+
+
+def _flagged(identity: str, in_index: bool) -> bool:  # as pgoutput flags replica identity
+    return identity == "f" or (identity in ("d", "i") and in_index)
+
+
+def catalog_tables(conn: psycopg.Connection[Any],
+                   tables: list[tuple[str, str]]) -> dict[tuple[str, str], CatalogTable]:
+    """The tables of ``tables`` that exist, by (schema, table), in one query."""
+    rows = conn.execute(_TABLES_SQL, ([s for s, _ in tables], [t for _, t in tables]))
+    grouped: dict[int, list[tuple[Any, ...]]] = {}
+    for row in rows.fetchall():
+        grouped.setdefault(int(row[2]), []).append(row)
+    found: dict[tuple[str, str], CatalogTable] = {}
+    for oid, group in grouped.items():
+        schema, table, _, identity, kind, size, estimate = group[0][:7]
+        columns = tuple(Column(_flagged(identity, bool(key)), name, int(typ), int(mod))
+                        for *_, name, typ, mod, generated, key, _, _ in group
+                        if name is not None and not generated)
+        star = tuple((name, int(base), int(base_mod))
+                     for *_, name, _, _, _, _, base, base_mod in group if name is not None)
+        found[schema, table] = CatalogTable(
+            Relation(oid, schema, table, str(identity), columns), star,
+            None if kind == "p" else int(size or 0),
+            int(estimate) if estimate is not None and int(estimate) > 0 else None)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class TableCheck:
+    """A table at its turn, inside the exported snapshot (its ACCESS SHARE lock taken)."""
+
+    in_snapshot: bool  # False: created after the snapshot (it holds none of its rows)
+    dropped: bool  # the relation is gone (dropped, or the name is another table's now)
+    rewritten: bool  # a new relfilenode: the snapshot would read it empty
+    star: StarColumns  # SELECT * now
+
+    @classmethod
+    def run(cls, cursor: psycopg.Cursor[Any], schema: str, table: str, oid: int,
+            savepoint: sql.Composable) -> TableCheck:
+        """One round trip: the savepoint statements, the lock and columns (``SELECT *``),
+        the relfilenodes then and now."""
+        previous = None
+        cursor.execute(sql.SQL(
+            "{}; SELECT * FROM {} LIMIT 0; SELECT c.relkind, c.relfilenode, "
+            "pg_relation_filenode(c.oid) FROM pg_class c WHERE c.oid = {}").format(
+                savepoint, sql.Identifier(schema, table), sql.Literal(oid)))
+        described = cursor.pgresult
+        while cursor.nextset():  # the savepoint statements first: the last two matter
+            previous, described = described, cursor.pgresult
+        result = previous
+        assert result is not None
+        star = tuple(((result.fname(i) or b"").decode(), result.ftype(i), result.fmod(i))
+                     for i in range(result.nfields))
+        row = cursor.fetchone()
+        if row is None:
+            return cls(False, False, False, star)
+        kind, then, now = row
+        if kind == "p":
+            return cls(True, False, False, star)
+        return cls(True, now is None, now is not None and int(now) != int(then), star)

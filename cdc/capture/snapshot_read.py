@@ -1,0 +1,319 @@
+"""Reading the initial snapshot's tables: few connections, few transactions, and no
+schema change can crash it.
+
+A few worker connections (``snapshot_parallel_tables``, default one per CPU) each import
+the exported snapshot once and read table after table in that one transaction, so a
+schema of thousands of small tables costs neither a connection nor a transaction per
+table. A worker starts a fresh transaction (the same snapshot again) before a big table,
+after ``TABLES_PER_TRANSACTION`` tables and when its transaction is older than
+``TRANSACTION_MAX_S``, so the locks it holds on tables it has read neither stay for hours
+in the way of migrations nor exhaust ``max_locks_per_transaction``.
+
+At a table's turn (``TableCheck``, one round trip, under its ACCESS SHARE lock):
+
+- dropped since the snapshot began: skipped with a warning (renamed: read while
+  streaming, under its new name);
+- rewritten or truncated since (a new relfilenode: inside the old snapshot it would look
+  empty): read while streaming instead, by the incremental (watermark) method;
+- columns changed (added, dropped, renamed, retyped): its relation is read again and
+  recorded as a new schema version; the snapshot's rows are read with the current
+  columns (an added column holds its default, a dropped one is left out).
+
+Rows are numbered ``(consistent_point, seq)`` and appended in batches that may hold many
+small tables; a table is reported read (``on_tables_read``) only after its last rows are
+durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import sql
+
+from cdc.crashpoints import crash_point
+from cdc.log import Position, Producer, Record
+
+from . import session
+from .events import CommitInfo, TableShape, complete, read_event, truncate_event
+from .lsn import format_lsn
+from .shapes import ShapeRegistry
+from .snapshot_catalog import CatalogTable, TableCheck, catalog_tables
+from .snapshot_copy import BATCH_ROWS, copy_batches
+from .snapshot_progress import SnapshotProgress
+
+log = logging.getLogger(__name__)
+
+TRANSACTION_MAX_S = 2.0  # a worker's transaction (and its locks) is renewed after this
+BIG_TABLE_BYTES = 16 << 20  # a table this big starts a fresh transaction
+TABLES_PER_TRANSACTION = 200  # locks held at once stay far below max_locks_per_transaction
+_SAVEPOINT = sql.SQL("SAVEPOINT distributary_table")
+_RENEW_SAVEPOINT = sql.SQL("RELEASE SAVEPOINT distributary_table; SAVEPOINT distributary_table")
+
+
+@dataclass
+class SnapshotOutcome:
+    """What the initial snapshot did with each table."""
+
+    rows: int = 0
+    read: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # dropped since the snapshot began
+    deferred: list[str] = field(default_factory=list)  # to read while streaming instead
+
+
+class _SnapshotWriter:
+    """Numbers the rows of all tables ``(point, seq)`` and appends them in batches; tells
+    ``on_tables_read`` which tables are complete once their rows are durable."""
+
+    def __init__(self, producer: Producer, commit: CommitInfo,
+                 on_tables_read: Callable[[list[str]], None] | None,
+                 on_deferred: Callable[[str], None] | None = None) -> None:
+        self.producer = producer
+        self._on_deferred = on_deferred
+        self.commit = commit
+        self.seq = 0
+        self.truncates = 0
+        self._on_tables_read = on_tables_read
+        self._buffer: list[Record] = []
+        self._done: list[str] = []
+        self._lock = threading.Lock()
+
+    def schema(self, record: Record) -> None:
+        """A schema record, appended before the rows that follow it."""
+        with self._lock:
+            self._buffer.append(record)
+
+    def truncate(self, shape: TableShape) -> None:
+        """A truncate event before the table's rows (a snapshot from a new slot over a log
+        that already holds the table: rows deleted meanwhile must not survive)."""
+        self._events([truncate_event(shape, False, False, self.commit.commit_lsn)])
+        self.truncates += 1
+
+    def rows(self, shape: TableShape, rows: list[list[str | None]]) -> None:
+        """Rows of ``shape``'s table, as COPY text values."""
+        lsn = self.commit.commit_lsn
+        self._events([read_event(shape, values, lsn) for values in rows])
+
+    def _events(self, events: Sequence[Any]) -> None:
+        with self._lock:
+            seq = self.seq
+            self._buffer.extend(Record(e.topic, e.key, complete(e, self.commit, seq + i),
+                                       Position(self.commit.commit_lsn, seq + i))
+                                for i, e in enumerate(events))
+            self.seq = seq + len(events)
+            if len(self._buffer) >= BATCH_ROWS:
+                self._flush()
+
+    def table_done(self, table: str) -> None:
+        """Every row of ``table`` was handed over (reported once durable)."""
+        with self._lock:
+            self._done.append(table)
+
+    def deferred(self, table: str) -> None:
+        """``table`` is to be read while streaming: report it now (durably, before the
+        snapshot can be recorded complete or interrupted)."""
+        with self._lock:
+            if self._on_deferred is not None:
+                self._on_deferred(table)
+
+    def flush(self) -> None:
+        """Append what is buffered, then report the tables it completed."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._buffer:
+            self.producer.append(self._buffer)  # durable when it returns
+            self._buffer = []
+            crash_point("snapshot_batch")
+        if self._done and self._on_tables_read is not None:
+            self._on_tables_read(self._done)
+        self._done = []
+
+
+@dataclass
+class _Reading:
+    """What the workers share."""
+
+    dsn: str
+    snapshot_name: str
+    shapes: ShapeRegistry
+    writer: _SnapshotWriter
+    progress: SnapshotProgress
+    catalog_conn: psycopg.Connection[Any]
+    outcome: SnapshotOutcome
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failed: threading.Event = field(default_factory=threading.Event)
+
+    def relearn(self, entry: CatalogTable) -> TableShape | None:
+        """Read ``entry``'s relation again from the catalog (its lock is held, so it is
+        stable) and record a new schema version if it changed; None if it is gone."""
+        schema, table = entry.relation.namespace, entry.relation.name
+        with self.lock:
+            found = catalog_tables(self.catalog_conn, [(schema, table)]).get((schema, table))
+            if found is None or found.relation.oid != entry.relation.oid:
+                return None
+            record = self.shapes.learn(found.relation)
+            if record is not None:
+                self.writer.schema(record)
+                log.info("%s changed since the snapshot began: read with its current "
+                         "columns", entry.name)
+            return self.shapes.get(found.relation.oid)
+
+    def renamed_to(self, oid: int) -> str | None:
+        """The current name of relation ``oid``, or None when it no longer exists."""
+        with self.lock:
+            row = self.catalog_conn.execute(
+                "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE c.oid = %s", (oid,)).fetchone()
+        return f"{row[0]}.{row[1]}" if row is not None else None
+
+    def note(self, kind: str, table: str) -> None:
+        with self.lock:
+            getattr(self.outcome, kind).append(table)
+        if kind == "deferred":
+            self.writer.deferred(table)
+
+
+def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTable,
+              savepoint: sql.Composable) -> None:
+    """Read one table inside the worker's open snapshot transaction."""
+    relation = entry.relation
+    schema, table, name = relation.namespace, relation.name, entry.name
+    try:
+        check = TableCheck.run(conn.cursor(), schema, table, relation.oid, savepoint)
+    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+        conn.execute("ROLLBACK TO SAVEPOINT distributary_table")
+        check = TableCheck(True, True, False, ())
+    if check.dropped:
+        current = reading.renamed_to(relation.oid)
+        if current is not None and current != name:
+            log.warning("%s was renamed to %s since the snapshot began: it is read while "
+                        "streaming", name, current)
+            reading.note("deferred", current)
+        else:
+            log.warning("%s was dropped since the snapshot began: skipped", name)
+            reading.note("skipped", name)
+            reading.writer.table_done(name)
+        return
+    if check.rewritten:
+        log.warning("%s was rewritten or truncated since the snapshot began: it is read "
+                    "while streaming (incremental snapshot)", name)
+        reading.note("deferred", name)
+        return
+    shape = reading.shapes.get(relation.oid)
+    if check.in_snapshot and check.star != entry.star:
+        changed = reading.relearn(entry)
+        if changed is None:  # cannot happen under the lock; stay safe
+            reading.note("deferred", name)
+            return
+        shape = changed
+    reading.progress.start(name, entry.estimated_rows)
+    if check.in_snapshot:
+        query = sql.SQL("SELECT {} FROM {}").format(
+            sql.SQL(", ").join(sql.Identifier(c) for c in shape.columns),
+            sql.Identifier(schema, table))
+        for batch in copy_batches(conn, query):
+            reading.writer.rows(shape, batch)
+            reading.progress.advance(name, len(batch))
+    reading.progress.finish(name)
+    reading.note("read", name)
+    reading.writer.table_done(name)
+
+
+def _worker(reading: _Reading, tables: queue.SimpleQueue[CatalogTable]) -> None:
+    """Read tables from the queue in as few snapshot transactions as the rules allow."""
+    begin = sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                    "SET TRANSACTION SNAPSHOT {}").format(sql.Literal(reading.snapshot_name))
+    with session.connect(reading.dsn) as conn:
+        opened, count = 0.0, 0
+        while not reading.failed.is_set():
+            try:
+                entry = tables.get_nowait()
+            except queue.Empty:
+                break
+            big = entry.size_bytes is None or entry.size_bytes > BIG_TABLE_BYTES
+            if count and (big or count >= TABLES_PER_TRANSACTION
+                          or time.monotonic() - opened > TRANSACTION_MAX_S):
+                conn.execute("ROLLBACK")
+                count = 0
+            if count == 0:
+                conn.execute(begin)
+                opened = time.monotonic()
+            try:
+                _read_one(reading, conn, entry, _RENEW_SAVEPOINT if count else _SAVEPOINT)
+            except BaseException:
+                reading.failed.set()  # the other workers stop too: the session ends
+                raise
+            count += 1
+        if count:
+            conn.execute("ROLLBACK")
+
+
+def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
+                shapes: ShapeRegistry, producer: Producer, tables: list[tuple[str, str]],
+                database: str, workers: int | None = None,
+                progress: SnapshotProgress | None = None,
+                truncate_first: frozenset[str] = frozenset(),
+                on_tables_read: Callable[[list[str]], None] | None = None,
+                on_deferred: Callable[[str], None] | None = None) -> SnapshotOutcome:
+    """Read ``tables`` inside the exported snapshot and append them (see the module
+    docstring). ``truncate_first``: tables whose truncate event precedes their rows;
+    ``on_tables_read``: tables whose rows are all durable; ``on_deferred``: a table to
+    read while streaming instead (called at once, before any later append)."""
+    commit = CommitInfo(orjson.dumps(database), consistent_point, 0,
+                        datetime.now(UTC).isoformat(timespec="microseconds")
+                        .replace("+00:00", "Z"), snapshot=True)
+    writer = _SnapshotWriter(producer, commit, on_tables_read, on_deferred)
+    outcome = SnapshotOutcome()
+    display = progress or SnapshotProgress()
+    try:
+        with session.connect(dsn) as catalog_conn:
+            found = catalog_tables(catalog_conn, tables)
+            entries: list[CatalogTable] = []
+            for schema, table in tables:
+                entry = found.get((schema, table))
+                if entry is None:
+                    log.warning("%s.%s no longer exists: skipped", schema, table)
+                    outcome.skipped.append(f"{schema}.{table}")
+                    writer.table_done(f"{schema}.{table}")
+                    continue
+                record = shapes.learn(entry.relation)
+                if record is not None:
+                    writer.schema(record)
+                if entry.name in truncate_first:
+                    writer.truncate(shapes.get(entry.relation.oid))
+                entries.append(entry)
+            entries.sort(key=lambda e: -1 if e.size_bytes is None else e.size_bytes,
+                         reverse=True)
+            pending: queue.SimpleQueue[CatalogTable] = queue.SimpleQueue()
+            for entry in entries:
+                pending.put(entry)
+            count = max(1, min(len(entries), workers or os.cpu_count() or 1))
+            log.info("initial snapshot of %d tables, %d connections", len(entries), count,
+                     extra={"lsn": format_lsn(consistent_point)})
+            reading = _Reading(dsn, snapshot_name, shapes, writer, display, catalog_conn,
+                               outcome)
+            if count == 1:
+                _worker(reading, pending)
+            else:
+                with ThreadPoolExecutor(count, thread_name_prefix="snapshot") as pool:
+                    for done in [pool.submit(_worker, reading, pending)
+                                 for _ in range(count)]:
+                        done.result()
+            writer.flush()
+    finally:
+        if progress is None:
+            display.close()
+    outcome.rows = writer.seq - writer.truncates
+    return outcome

@@ -1,0 +1,1 @@
+"""Scale tests: many tables."""

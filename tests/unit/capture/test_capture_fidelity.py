@@ -1,0 +1,146 @@
+"""One value, one name or one re-created table never stops the capture (pure logic)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+import psycopg
+import pytest
+
+from cdc.capture.event_schema import EVENT_JSON_SCHEMA
+from cdc.capture.events import read_event
+from cdc.capture.fallbacks import FALLBACKS
+from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
+from cdc.capture.shapes import ShapeRegistry
+from cdc.capture.spool import StreamSpool
+from cdc.capture.transactions import TransactionAssembler
+from cdc.config.topic_names import TopicNamer
+from cdc.errors import ConfigError
+
+INT4, FLOAT8 = 23, 701
+
+
+class _Info:
+    server_version = 150000
+
+
+class _CatalogConnection:
+    """Only built-in types and DEFAULT replica identity: the catalog is never queried."""
+
+    info = _Info()
+
+
+def _assembler(tmp_path: Path, namer: TopicNamer | None = None) -> TransactionAssembler:
+    conn = cast(psycopg.Connection[Any], _CatalogConnection())
+    shapes = ShapeRegistry(conn, namer or TopicNamer("app"))
+    return TransactionAssembler(shapes, StreamSpool(tmp_path / "spool"), "db", "app.messages",
+                                frozenset())
+
+
+def _relation(oid: int, schema: str = "public", name: str = "t") -> Relation:
+    return Relation(oid, schema, name, "d",
+                    (Column(True, "id", INT4, -1), Column(False, "f", FLOAT8, -1)))
+
+
+def _transaction(assembler: TransactionAssembler, xid: int, *messages: Any) -> None:
+    assembler.feed(Begin(0x100 * xid, 0, xid), 0x100 * xid - 8)
+    for message in messages:
+        assembler.feed(message, 0x100 * xid - 4)
+    assembler.feed(Commit(0, 0x100 * xid, 0x100 * xid + 8, 0), 0x100 * xid)
+
+
+def _events(assembler: TransactionAssembler) -> list[dict[str, Any]]:
+    return [orjson.loads(r.value) for r in assembler.ready if not r.topic.endswith("_schemas")]
+
+
+def test_a_value_its_codec_cannot_read_is_kept_as_text_and_marked(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    assembler = _assembler(tmp_path)
+    before = FALLBACKS.snapshot().get(("public.t", "f"), 0)
+    with caplog.at_level(logging.WARNING):
+        _transaction(assembler, 1, _relation(7), Insert(7, ("1", "not a float")),
+                     Insert(7, ("2", "2.5")))
+    first, second = _events(assembler)
+    assert first["after"] == {"id": 1, "f": "not a float"}
+    assert first["unparsed"] == ["f"]
+    assert second["after"] == {"id": 2, "f": 2.5} and "unparsed" not in second
+    assert FALLBACKS.snapshot()[("public.t", "f")] == before + 1
+    warning = " ".join(r.getMessage() for r in caplog.records)
+    assert "public.t column f" in warning and "not a float" not in warning
+
+
+def test_a_key_value_kept_as_text_and_a_snapshot_row_too() -> None:
+    conn = cast(psycopg.Connection[Any], _CatalogConnection())
+    shapes = ShapeRegistry(conn, "app")
+    shapes.learn(_relation(7))
+    event = read_event(shapes.get(7), ["x1", "1.5"], 16)
+    body = orjson.loads(event.body)
+    assert body["key"] == {"id": "x1"} and body["after"] == {"id": "x1", "f": 1.5}
+    assert body["op"] == "r" and body["unparsed"] == ["id"]
+
+
+def test_a_name_that_is_no_valid_topic_gets_an_escaped_topic(tmp_path: Path) -> None:
+    assembler = _assembler(tmp_path, TopicNamer("fid"))
+    _transaction(assembler, 1, _relation(7, "Sales Dept", "Order Items"), Insert(7, ("1", "0")))
+    record = next(r for r in assembler.ready if not r.topic.endswith("_schemas"))
+    assert record.topic == "fid.Sales_x20_Dept.Order_x20_Items"
+    source = orjson.loads(record.value)["source"]
+    assert (source["schema"], source["table"]) == ("Sales Dept", "Order Items")
+
+
+def test_a_table_joining_on_a_taken_topic_is_refused_naming_both(tmp_path: Path) -> None:
+    assembler = _assembler(tmp_path, TopicNamer("p"))
+    _transaction(assembler, 1, _relation(7, "public", "a b"), Insert(7, ("1", "0")))
+    with pytest.raises(ConfigError, match=r'"public"\."a b".*"public"\."a_x20_b"'):
+        assembler.feed(_relation(8, "public", "a_x20_b"), 0x1F0)
+
+
+def test_a_recreated_table_gets_a_truncate_before_its_first_event(tmp_path: Path) -> None:
+    assembler = _assembler(tmp_path)
+    _transaction(assembler, 1, _relation(7), Insert(7, ("1", "1")))
+    _transaction(assembler, 2, _relation(7), Insert(7, ("2", "2")))  # the same relation
+    _transaction(assembler, 3, _relation(9), Insert(9, ("3", "3")))  # dropped, created
+    renamed = Relation(9, "public", "t2", "d", _relation(9).columns)
+    _transaction(assembler, 4, renamed, Insert(9, ("4", "4")))  # a rename: no truncate
+    events = _events(assembler)
+    assert [(e["op"], e["key"]) for e in events] == [
+        ("c", {"id": 1}), ("c", {"id": 2}), ("t", {}), ("c", {"id": 3}), ("c", {"id": 4})]
+    truncate = events[2]
+    assert truncate["truncate"]["recreated"] is True
+    assert truncate["source"]["seq"] == 0 and events[3]["source"]["seq"] == 1
+    assert truncate["source"]["commit_lsn"] == events[3]["source"]["commit_lsn"]
+
+
+def test_the_event_schema_documents_every_field_written(tmp_path: Path) -> None:
+    schema = EVENT_JSON_SCHEMA
+    assembler = _assembler(tmp_path)
+    _transaction(assembler, 1, _relation(7), Insert(7, ("1", "?")))
+    _transaction(assembler, 2, _relation(9), Insert(9, ("2", "2")))
+    events = _events(assembler)
+    assert {"unparsed", "truncate"} <= {key for event in events for key in event}
+    for event in events:
+        assert set(schema["required"]) <= set(event) <= set(schema["properties"])
+        assert set(event["source"]) == set(schema["properties"]["source"]["required"])
+        assert set(event.get("truncate", {})) <= set(schema["properties"]["truncate"]
+                                                     ["properties"])
+
+
+def test_the_fallback_counter_is_exported() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from cdc.capture.runner import CaptureStats
+    from cdc.observability.exposition import StatusCollector
+    from cdc.observability.probes import CaptureProbe
+
+    stats = CaptureStats()
+    stats.decode_fallbacks.record("public.metric_t", "col", 16, ValueError("x"))
+    registry = CollectorRegistry()
+    registry.register(StatusCollector(CaptureProbe(stats, None, lambda: True), "slot", None,
+                                      lambda: []))
+    text = generate_latest(registry).decode()
+    count = stats.decode_fallbacks.snapshot()[("public.metric_t", "col")]
+    assert ('distributary_capture_decode_fallbacks_total{column="col",table="public.metric_t"} '
+            f"{float(count)}") in text
