@@ -1,4 +1,9 @@
-"""The ``cdc`` command. Each command lives beside the code it drives and is added here."""
+"""The ``cdc`` command. Each command lives beside the code it drives and is added here.
+
+This module and ``cdc.pipeline`` are the composition root (docs/architecture.md,
+"Layers"): the only modules under ``cdc/`` that may reach the layers above the core,
+and only lazily, so that an absent extra costs just the commands that need it.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,25 @@ from cdc.capture.event_schema_command import event_schema
 from cdc.capture.snapshot_command import snapshot
 from cdc.config.commands import config_schema, validate
 from cdc.help_examples import add_examples
+from cdc.lazy_group import LazyCommand, LazyGroup
 from cdc.log.commands import log_group
 from cdc.logsetup import LogFormat, set_log_format
 from cdc.pipeline import run
-from connectors.commands import connect
-from spark_pipelines.commands import replay
+
+LAYERED_COMMANDS = (
+    LazyCommand("connect", "connectors.commands:connect",
+                "Feed the configured sinks from the log."),
+    LazyCommand("replay", "spark_pipelines.commands:replay",
+                "Spark jobs over the log: materialize, state-as-of, rebuild..."),
+)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _add_example(command: click.Command, name: str) -> None:
+    add_examples(command, (name,))
+
+
+@click.group(cls=LazyGroup, lazy_commands=LAYERED_COMMANDS, on_load=_add_example,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="distributary")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, envvar="DISTRIBUTARY_LOG_FORMAT",
@@ -34,12 +50,10 @@ main.add_command(event_schema)
 main.add_command(log_group)
 main.add_command(capture)
 main.add_command(doctor)
-main.add_command(connect)
 main.add_command(run)
 main.add_command(snapshot)
-main.add_command(replay)
 main.add_command(ddl_group)
-add_examples(main)  # last: every command is registered by now
+add_examples(main)  # last: every eager command is registered by now; lazy ones on load
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ import click
 from cdc.config import ConnectorConfig, PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
+from cdc.extras import MissingExtraError
 from cdc.log import Log
 from cdc.log.open import open_log
 from cdc.logsetup import configure_logging
 
-from .runtime import ConnectorRunner, RuntimeMetrics
+from .runtime import ConnectorFailedError, ConnectorRunner, RuntimeMetrics
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig]
     """Run ``connectors`` until ``stop`` is set or one fails; drain all of them.
 
     ``on_start`` gets the started runners (the health endpoint watches them). Raises
-    ``ConnectorFailedError`` for the first connector that failed.
+    ``ConnectorFailedError`` for the first connector that failed, or ``MissingExtraError``
+    when its sink's extra is not installed.
     """
     runners = [ConnectorRunner(connector, event_log, topic_prefix=config.topic_prefix,
                                metrics=metrics) for connector in connectors]
@@ -59,7 +61,12 @@ def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig]
         for runner in runners:
             runner.join()
     for runner in runners:
-        runner.raise_failure()
+        try:
+            runner.raise_failure()
+        except ConnectorFailedError as failed:
+            if isinstance(failed.cause, MissingExtraError):  # one line, not a stack
+                raise failed.cause from None
+            raise
 
 
 @click.command()

@@ -1,113 +1,30 @@
-"""The sink contract: what a sink implements; the runtime does everything else.
+"""The sink contract, defined in the core (:mod:`cdc.plugins.contract`) and re-exported
+here for sinks: a sink implements ``Sink``; the runtime does everything else."""
 
-A sink is opened once, receives batches of ``SinkEvent`` (already coalesced to the last
-event per key within the batch, in log order), makes them durable on ``flush`` and is
-closed on shutdown. It raises an error marked ``TransientError`` for what may succeed
-later (the runtime retries the batch with backoff) and reports terminal per-event
-failures in ``WriteResult.rejected`` (the runtime sends those to the dead-letter topic).
-A sink that cannot tell which event is at fault raises a ``TerminalError`` (such as
-``SinkRejectedError``) for the whole batch: the runtime then splits the batch to isolate
-the event(s) and dead-letters only those. Sinks are built by a ``SinkFactory`` from their
-validated config and a ``SinkContext``, one per worker thread.
-Every write must be idempotent and monotonic: it carries ``SinkEvent.version``, and a
-write with a version not newer than what the target holds must change nothing.
-"""
+from cdc.plugins.contract import (
+    SEQ_BITS,
+    SEQ_MAX,
+    Rejection,
+    Sink,
+    SinkContext,
+    SinkEvent,
+    SinkFactory,
+    SinkRejectedError,
+    SinkUnavailableError,
+    WriteResult,
+    version_of,
+)
 
-from __future__ import annotations
-
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
-
-from cdc.errors import SinkError, TerminalError, TransientError
-from cdc.log import Log, Message
-
-SEQ_BITS = 10
-SEQ_MAX = (1 << SEQ_BITS) - 1
-
-
-def version_of(commit_lsn: int, seq: int) -> int:
-    """A sink version from a source position: ``commit_lsn << 10 | min(seq, 1023)``.
-
-    Strictly increasing in commit order for events of one key, and within 63 bits for
-    8 PiB of WAL. (Events past the 1023rd of one transaction share a version: the
-    runtime coalesces a key's events within a batch, so only the last is written.)
-    """
-    return (commit_lsn << SEQ_BITS) | min(seq, SEQ_MAX)
-
-
-@dataclass(frozen=True, slots=True)
-class SinkEvent:
-    """One change event as a sink sees it."""
-
-    message: Message          # where it is in the log (topic, partition, offset)
-    event: dict[str, Any]     # the decoded event (ARCHITECTURE.md "The event")
-    version: int              # version_of(commit_lsn, seq)
-
-    @property
-    def op(self) -> str:
-        return str(self.event["op"])
-
-    @property
-    def key(self) -> dict[str, Any]:
-        return dict(self.event.get("key") or {})
-
-
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A terminal failure of one event: it goes to the dead-letter topic with ``reason``."""
-
-    event: SinkEvent
-    reason: str
-
-
-@dataclass(slots=True)
-class WriteResult:
-    """What ``write`` could not do (terminal, per event)."""
-
-    rejected: list[Rejection] = field(default_factory=list)
-
-
-class Sink(Protocol):
-    """Implemented by every sink (see the module docstring)."""
-
-    def open(self) -> None:
-        """Connect; raise a TransientError if the target is not reachable yet."""
-
-    def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
-        """Apply ``batch``; raise a TransientError to have the whole batch retried, or a
-        TerminalError when the batch is refused for good (the runtime isolates the cause)."""
-
-    def flush(self) -> None:
-        """Make everything written so far durable in the target."""
-
-    def close(self) -> None:
-        """Release connections."""
-
-
-@dataclass(frozen=True, slots=True)
-class SinkContext:
-    """What a sink factory gets besides its validated config: where the sink runs."""
-
-    connector: str            # the connector's name (also its consumer group)
-    topic_prefix: str         # PipelineConfig.topic_prefix: topics are <prefix>.<schema>.<table>
-    worker: int = 0           # which of the connector's workers (0 .. workers-1) owns the sink
-    log: Log | None = field(default=None, compare=False)  # the event log, to read side topics
-
-
-SinkFactory: TypeAlias = Callable[[Any, SinkContext], Sink]
-"""Builds one sink: ``factory(config, context)`` where ``config`` is an instance of the
-sink's ``SinkSpec.config_model``. Called once per worker; the sink is not shared between
-threads, and ``open`` is called by the runtime (not by the factory)."""
-
-
-class SinkUnavailableError(SinkError, TransientError):
-    """The target is down, timed out, or asked to slow down (HTTP 429/5xx)."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        self.retry_after = retry_after
-        super().__init__(message)
-
-
-class SinkRejectedError(SinkError, TerminalError):
-    """The target refused an event for good (mapping conflict, HTTP 4xx, too large)."""
+__all__ = [
+    "SEQ_BITS",
+    "SEQ_MAX",
+    "Rejection",
+    "Sink",
+    "SinkContext",
+    "SinkEvent",
+    "SinkFactory",
+    "SinkRejectedError",
+    "SinkUnavailableError",
+    "WriteResult",
+    "version_of",
+]

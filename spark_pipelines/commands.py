@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import pyspark
 from pyspark.sql import SparkSession
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +27,7 @@ from cdc.capture.lsn import format_lsn, parse_lsn
 from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
 
+from .kafka_packages import with_kafka_source
 from .materialize_job import TableResult, materialize_tables, output_dir
 from .progress import stage_progress
 from .session import spark_session
@@ -103,15 +105,13 @@ def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
             output: Path | None, progress: bool, job: str) -> Iterator[ReplayRun]:
     config = load_config_or_exit(config_path)
     console = Console(stderr=True)
-    jars: list[Path] = []
+    conf: Mapping[str, object] = config.spark.conf
     if config.log.backend == "kafka":
-        from compose.launcher import spark_kafka_jars
-
-        jars = spark_kafka_jars()
+        conf = with_kafka_source(conf, pyspark.__version__)
     started = time.perf_counter()
     try:
-        with spark_session(master or config.spark.master, config.spark.conf,
-                           app_name=f"distributary-{job}", jars=jars) as spark, \
+        with spark_session(master or config.spark.master, conf,
+                           app_name=f"distributary-{job}") as spark, \
                 stage_progress(spark.sparkContext, console, progress):
             yield ReplayRun(config, spark, console, tables, output)
     except ReplayError as exc:

@@ -99,6 +99,7 @@ class Capture:
         self._incremental: IncrementalSnapshots | None = None
         self._resnapshot = False
         self._stop_when_snapshots_done = False  # initial_only, incremental snapshots left
+        self._slot_prepared = False  # the slot's initial snapshot is settled in this process
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
@@ -162,7 +163,9 @@ class Capture:
         """Create or check the slot; take (or finish) the initial snapshot the mode asks
         for (``slot_start``). The capture never drops a slot PostgreSQL did not lose."""
         start = SlotStart(self.config, self.log, self.producer, self._known_schema_versions)
-        mode = start.prepare(conn, dsn, self.settings.recreate_lost_slot)
+        mode = start.prepare(conn, dsn, self.settings.recreate_lost_slot,
+                             known_complete=self._slot_prepared)
+        self._slot_prepared = mode != "never"  # a reconnect never re-decides the snapshot
         self.stats.events += start.rows
         # an existing slot in mode "always": every table again, incrementally, when streaming
         self._resnapshot = mode == "always" and not start.snapshot_taken

@@ -52,10 +52,12 @@ class SlotStart:
     incremental_pending: bool = False  # incremental snapshots remain to be performed
     streamed: list[str] = field(default_factory=list)  # tables left to the stream
 
-    def prepare(self, conn: psycopg.Connection[Any], dsn: str,
-                recreate_lost_slot: bool) -> str:
+    def prepare(self, conn: psycopg.Connection[Any], dsn: str, recreate_lost_slot: bool,
+                known_complete: bool = False) -> str:
         """Create or check the slot, take or finish the initial snapshot; returns the
-        snapshot mode in effect (``initial`` after a lost slot was re-created)."""
+        snapshot mode in effect (``initial`` after a lost slot was re-created).
+        ``known_complete``: this process already saw the slot's snapshot complete (a
+        reconnect), whatever a read of the log may say now."""
         source = self.config.source
         mode = source.snapshot
         if recreate_lost_slot and drop_lost_slot(conn, source.slot):
@@ -65,6 +67,8 @@ class SlotStart:
             return mode
         records = read_records(self.event_log, self.config.topic_prefix)
         recorded = initial_snapshot(records, source.slot)
+        if known_complete:
+            recorded.state = "completed"
         exists = read_slot(conn, source.slot) is not None
         active = {t for t, s in table_states(records).items() if s.active}
         if exists and recorded.state == "started":
@@ -123,7 +127,7 @@ class SlotStart:
                 tables=tables, database=source.database or "",
                 workers=source.snapshot_parallel_tables, truncate_first=truncate_first,
                 on_tables_read=lambda done: mark_tables_read(self.producer, prefix, slot,
-                                                             done),
+                                                             consistent_point, done),
                 on_deferred=lambda table: self.producer.append(request_records(prefix,
                                                                                [table])))
         mark_completed(self.producer, prefix, slot, consistent_point, tables, outcome.rows,

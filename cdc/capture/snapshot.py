@@ -7,12 +7,12 @@ rows are exactly the state at the slot's consistent point: streaming then starts
 with no gap and no overlap. Snapshot events carry the position ``(consistent_point,
 seq)``, below every streamed transaction's.
 
-Records on ``<prefix>._snapshots`` (keyed by the slot, so they stay in order) mark the
-snapshot ``started`` (with its tables), each batch of tables read completely
-(``initial_tables``), and ``completed``. After an interruption the slot is kept: the
-tables already read stay read, the others are read by incremental snapshots while
-streaming from the slot's position (``snapshot_resume``). The capture never drops a slot
-unless PostgreSQL invalidated it (``--recreate-lost-slot``).
+Records on ``<prefix>._snapshots`` mark the snapshot ``started`` (with its tables) and
+``completed`` (keyed by the slot, so they stay in order), and each batch of tables read
+completely (``initial_tables``, matched to its snapshot by consistent point). After an
+interruption the slot is kept: the tables already read stay read, the others are read by
+incremental snapshots while streaming from the slot's position (``snapshot_resume``). The
+capture never drops a slot unless PostgreSQL invalidated it (``--recreate-lost-slot``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from cdc.log import Log, Producer, Record
+from cdc.log import Producer, Record
 
 from . import session
 from .lsn import format_lsn
@@ -42,20 +42,6 @@ def snapshot_topic(prefix: str) -> str:
     return f"{prefix}._snapshots"
 
 
-def snapshot_state(event_log: Log, prefix: str, slot: str) -> str | None:
-    """What the log says of ``slot``'s initial snapshot: ``started``, ``completed``, or
-    None (never taken by this service: e.g. a slot created by hand)."""
-    topic = snapshot_topic(prefix)
-    if topic not in event_log.admin().topics():
-        return None
-    state: str | None = None
-    for message in event_log.read_to_end(topic):  # assigned partitions, to their end
-        record = orjson.loads(message.value)
-        if record.get("slot") == slot and "kind" not in record:
-            state = str(record.get("state", "completed"))
-    return state
-
-
 def mark_started(producer: Producer, prefix: str, slot: str, consistent_point: int,
                  tables: list[tuple[str, str]] | None = None) -> None:
     """Record that an initial snapshot of a slot this service created has begun (with
@@ -67,11 +53,16 @@ def mark_started(producer: Producer, prefix: str, slot: str, consistent_point: i
     producer.append([Record(snapshot_topic(prefix), orjson.dumps(slot), orjson.dumps(value))])
 
 
-def mark_tables_read(producer: Producer, prefix: str, slot: str, tables: list[str]) -> None:
-    """Record that the initial snapshot read ``tables`` completely (their rows durable):
-    after an interruption they stay read."""
-    value = orjson.dumps({"slot": slot, "kind": "initial_tables", "tables": tables})
-    producer.append([Record(snapshot_topic(prefix), orjson.dumps(slot), value)])
+def mark_tables_read(producer: Producer, prefix: str, slot: str, consistent_point: int,
+                     tables: list[str]) -> None:
+    """Record that the initial snapshot taken at ``consistent_point`` read ``tables``
+    completely (their rows durable): after an interruption they stay read. Each record
+    has its own key, so a compacted topic keeps them all."""
+    point = format_lsn(consistent_point)
+    value = orjson.dumps({"slot": slot, "kind": "initial_tables", "consistent_point": point,
+                          "tables": tables})
+    key = orjson.dumps(f"initial_tables:{slot}:{point}:{tables[0] if tables else ''}")
+    producer.append([Record(snapshot_topic(prefix), key, value)])
 
 
 def published_tables(conn: psycopg.Connection[Any], publication: str,

@@ -316,4 +316,7 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
         if progress is None:
             display.close()
     outcome.rows = writer.seq - writer.truncates
+    log.info("initial snapshot: %d tables read (%d rows), %d skipped, %d left to read "
+             "while streaming", len(outcome.read), outcome.rows, len(outcome.skipped),
+             len(outcome.deferred), extra={"lsn": format_lsn(consistent_point)})
     return outcome

@@ -34,24 +34,27 @@ class InitialSnapshot:
 
 
 def initial_snapshot(records: Iterable[dict[str, Any]], slot: str) -> InitialSnapshot:
-    """The latest initial snapshot of ``slot`` in the snapshots topic's records."""
+    """The latest initial snapshot of ``slot`` in the snapshots topic's records (its state
+    records share a key, so they are in order; the tables read are matched to it by
+    consistent point, as they may sit on other partitions)."""
     found = InitialSnapshot()
+    read: dict[int, set[str]] = {}
     for record in records:
         if record.get("slot") != slot:
             continue
+        point = parse_lsn(record.get("consistent_point") or "0/0")
         kind = record.get("kind")
         if kind == "initial_tables":
-            found.read.update(str(t) for t in record.get("tables") or ())
+            read.setdefault(point, set()).update(str(t) for t in record.get("tables") or ())
         elif kind is None:
             state = str(record.get("state", "completed"))
-            if state == "started":  # a new attempt (a new slot): nothing read yet
+            if state == "started":  # a new attempt (a new slot)
                 tables = record.get("tables")
-                found = InitialSnapshot(state, parse_lsn(record.get("consistent_point")
-                                                         or "0/0"),
-                                        [str(t) for t in tables] if tables is not None
-                                        else None)
+                found = InitialSnapshot(state, point, [str(t) for t in tables]
+                                        if tables is not None else None)
             else:
                 found.state = state
+    found.read = read.get(found.consistent_point, set())
     return found
 
 

@@ -14,7 +14,7 @@ from cdc.config.loader import load_config
 from cdc.config.models import PipelineConfig
 from cdc.config.schema import config_json_schema
 from cdc.errors import ConfigError
-from connectors.registry import SinkLoadError
+from cdc.plugins.index import SinkLoadError
 
 EXIT_CONFIG_ERROR = 2
 DEFAULT_CONFIG = "pipeline.yaml"

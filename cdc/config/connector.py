@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.fields import Duration, RegexPattern, TopicName
-from connectors.registry import SinkLoadError, load_sink, sink_entry_points
+from cdc.plugins.index import SinkLoadError, load_sink, sink_entry_points
 
 
 def _connector_name(value: str) -> str:

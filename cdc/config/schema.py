@@ -11,7 +11,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json
 from cdc.config.connector import ConnectorConfig
 from cdc.config.models import PipelineConfig
 from cdc.config.units import format_duration
-from connectors.registry import known_sinks
+from cdc.plugins.index import known_sinks
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc.errors import LogError
+from cdc.extras import MissingExtraError, missing_extra
 
 from .contract import Log
 from .file import FileLog, FileLogSettings
@@ -40,7 +41,13 @@ def open_log(config: LogConfig) -> Log:
         return FileLog(config.path, file_settings(config))
     if not config.bootstrap_servers:
         raise LogError("log.bootstrap_servers: required when backend is 'kafka'")
-    from .kafka import KafkaLog
+    try:
+        from .kafka import KafkaLog
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        raise MissingExtraError("log.backend 'kafka'", extra) from None
 
     return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
                     max_record_bytes=config.max_record_bytes)

@@ -8,8 +8,8 @@ from prometheus_client import CollectorRegistry
 
 from cdc.capture.runner import CaptureStats
 from cdc.config import ConnectorConfig, PipelineConfig
-from connectors.runtime.metrics import RuntimeMetrics
 
+from .connector_metrics import RuntimeMetrics
 from .probes import CaptureProbe, ConnectorsProbe
 from .server import ObservabilityServer
 from .wal import ServerWal

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cdc.capture.runner import CaptureStats
-from connectors.runtime.metrics import RuntimeMetrics
 
+from .connector_metrics import RuntimeMetrics
 from .health import PartHealth
 from .wal import ServerWal, WalPositions
 

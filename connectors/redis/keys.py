@@ -9,6 +9,7 @@ from typing import Any
 
 from connectors.changes import Delete, Truncate, Upsert
 from connectors.placeholders import NameTemplate, TableNames
+from derived import ViewDefinition
 
 from .truncate import marker_key
 
@@ -29,19 +30,28 @@ class KeyTemplates:
         self._default = default_template
         self._templates: dict[str, NameTemplate] = {}
         self._tables: dict[tuple[str, TableNames], TableKeys] = {}
+        self._last: tuple[object, object, TableKeys] | None = None  # (names, view, keys)
 
     def of(self, change: Upsert | Delete | Truncate) -> TableKeys:
         """The keys of the change's table and view."""
-        source = (change.view.key_template if change.view is not None else None) \
-            or self._default
-        found = self._tables.get((source, change.names))
+        last = self._last  # a batch is mostly one table: skip hashing its names
+        if last is not None and last[0] is change.names and last[1] is change.view:
+            return last[2]
+        found = self.table(change.names, change.view)
+        self._last = (change.names, change.view, found)
+        return found
+
+    def table(self, names: TableNames, view: ViewDefinition | None) -> TableKeys:
+        """The keys of table ``names`` through ``view``."""
+        source = (view.key_template if view is not None else None) or self._default
+        found = self._tables.get((source, names))
         if found is None:
             template = self._templates.get(source)
             if template is None:
                 template = self._templates[source] = NameTemplate(source)
-            pattern = template.pattern(change.names)
-            found = TableKeys(template.bind(change.names), pattern, marker_key(pattern))
-            self._tables[source, change.names] = found
+            pattern = template.pattern(names)
+            found = TableKeys(template.bind(names), pattern, marker_key(pattern))
+            self._tables[source, names] = found
         return found
 
     def key(self, change: Upsert | Delete) -> str:

@@ -49,7 +49,7 @@ class RowRenderer:
         table = self._keys.of(change)
         key = table.render(change.key)
         if isinstance(change, Delete):
-            batch.row(change.event, key, table.marker, "d", change.event.version)
+            batch.row(change.event, key, table.marker, "d")
             return None
         if self._hash:
             return self._hash_row(batch, change, key, table.marker)
@@ -63,9 +63,9 @@ class RowRenderer:
         if len(value) > self._max_bytes:
             return self._too_large(change, key, len(value))
         if expect:
-            batch.row(change.event, key, marker, "J", change.event.version, (expect, value))
+            batch.row(change.event, key, marker, "J", (expect, value), len(value))
         else:
-            batch.row(change.event, key, marker, "j", change.event.version, (value,))
+            batch.row(change.event, key, marker, "j", (value,), len(value))
         return None
 
     def _merged_json_row(self, batch: ScriptBatch, change: Upsert, key: str, marker: str,
@@ -90,7 +90,7 @@ class RowRenderer:
             return Rejection(change.event, plan.problem)
         record = apply_view_keeping(change.view, row, plan.keep)
         if record is None:
-            batch.row(change.event, key, marker, "d", change.event.version)
+            batch.row(change.event, key, marker, "d")
             return None
         if plan.keep and not previous:
             message = change.event.message
@@ -109,18 +109,18 @@ class RowRenderer:
         record = change.row if change.view is None and not plan.keep \
             else apply_view_keeping(change.view, change.row, plan.keep)
         if record is None:
-            batch.row(change.event, key, marker, "d", change.event.version)
+            batch.row(change.event, key, marker, "d")
             return None
         pairs: list[str] = []
         for name, value in record.items():
             if value is not None and name not in plan.keep:
                 pairs += (name, text_of(value))
-        largest = max((len(text.encode()) for text in pairs[1::2]), default=0)
-        if largest > self._max_bytes:
-            return self._too_large(change, key, largest)
+        sizes = [len(text.encode()) for text in pairs[1::2]]
+        if max(sizes, default=0) > self._max_bytes:
+            return self._too_large(change, key, max(sizes))
         keep = sorted(plan.keep)
-        batch.row(change.event, key, marker, "h", change.event.version,
-                  (len(keep), *keep, len(pairs), *pairs))
+        batch.row(change.event, key, marker, "h", (len(keep), *keep, len(pairs), *pairs),
+                  sum(sizes))
         return None
 
     def _too_large(self, change: Upsert, key: str, size: int) -> Rejection:

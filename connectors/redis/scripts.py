@@ -14,8 +14,10 @@ version without leaving a value key behind (a reader's ``GET``/``EXISTS`` must s
 row gone), the version must outlive a value's TTL, and readers see only the row. The
 cost is one small key per row.
 
-Versions travel as 20-digit decimal text and are compared as two 10-digit halves: Lua
-numbers are doubles, exact only up to 2^53, and versions go up to 2^63.
+Versions travel as 20-digit decimal text. Lua numbers are doubles, exact only up to 2^53,
+and versions go up to 2^63: two versions are compared as doubles first (rounding keeps
+their order, so unequal doubles decide), and as two exact 10-digit halves when the
+doubles tie.
 
 ``KEYS``: the call's truncate markers (``ARGV[4]`` of them), then per row its value key
 and version key. ``ARGV[1]`` value TTL in ms (``0``: none), ``ARGV[2]`` a value's
@@ -52,6 +54,8 @@ MOVED = b"MOVED"
 
 _OLDER = """
 local function older(a, b)
+  local x, y = tonumber(a), tonumber(b)
+  if x ~= y then return x < y end  -- rounding keeps order: only a tie needs more digits
   local a_high, b_high = tonumber(string.sub(a, 1, 10)), tonumber(string.sub(b, 1, 10))
   if a_high ~= b_high then return a_high < b_high end
   return tonumber(string.sub(a, 11)) < tonumber(string.sub(b, 11))
@@ -65,8 +69,24 @@ local markers = tonumber(ARGV[4])
 local truncated = {}
 for m = 1, markers do truncated[m] = redis.call('HGET', KEYS[m], 'version') end
 
-local function set_value(key, value)
-  if ttl > 0 then redis.call('SET', key, value, 'PX', ttl) else redis.call('SET', key, value) end
+local function set_version(version_key, version, version_ttl)
+  if version_ttl > 0 then
+    redis.call('SET', version_key, version, 'PX', version_ttl)
+  else
+    redis.call('SET', version_key, version)
+  end
+end
+
+local function set_json(key, value, version_key, version)
+  if ttl > 0 then
+    redis.call('SET', key, value, 'PX', ttl)
+    set_version(version_key, version, value_version_ttl)
+  elseif value_version_ttl > 0 then
+    redis.call('SET', key, value)
+    set_version(version_key, version, value_version_ttl)
+  else
+    redis.call('MSET', key, value, version_key, version)  -- no TTL: one call for both
+  end
 end
 
 local function set_hash(key, at)
@@ -96,22 +116,17 @@ local function write(kind, key, version_key, version, truncated_at, at)
   if truncated_at and older(version, truncated_at) then return 0 end
   local stored = redis.call('GET', version_key)
   if stored and older(version, stored) then return 0 end
-  local version_ttl = value_version_ttl
   if kind == 'j' then
-    set_value(key, ARGV[at])
+    set_json(key, ARGV[at], version_key, version)
   elseif kind == 'J' then
     if (stored or 'none') ~= ARGV[at] then return 2 end
-    set_value(key, ARGV[at + 1])
+    set_json(key, ARGV[at + 1], version_key, version)
   elseif kind == 'h' then
     set_hash(key, at)
+    set_version(version_key, version, value_version_ttl)
   else
     redis.call('DEL', key)
-    version_ttl = tombstone_ttl
-  end
-  if version_ttl > 0 then
-    redis.call('SET', version_key, version, 'PX', version_ttl)
-  else
-    redis.call('SET', version_key, version)
+    set_version(version_key, version, tombstone_ttl)
   end
   return 1
 end

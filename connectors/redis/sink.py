@@ -5,7 +5,8 @@ unchanged TOAST columns out, one pipelined read of their stored values, then one
 the batch script (``scripts.BATCH``; one per ``batch.CHUNK_ROWS`` rows) carrying every
 row's key, version and value (``rows``), so the version check costs one round trip and
 one script run per batch. Keys come from the view's or the sink's ``key_template``
-(``keys``).
+(``keys``). A plain batch (rows and deletes of tables without views, JSON, no unchanged
+TOAST columns: the common case) is rendered straight from the events (``plain``).
 
 ``mode: invalidate`` only deletes the key of every changed row (``UNLINK``).
 """
@@ -29,6 +30,7 @@ from .batch import ScriptBatch
 from .config import RedisSinkConfig
 from .errors import is_transient, unavailable
 from .keys import KeyTemplates
+from .plain import PlainRows
 from .rows import RowRenderer, StoredJson
 from .truncate import VERSION_PREFIX, truncate
 
@@ -41,6 +43,7 @@ class RedisSink:
         self._reader = ChangeReader(config.views, topic_prefix)
         self._keys = KeyTemplates(config.key_template)
         self._rows = RowRenderer(config, self._keys)
+        self._plain = PlainRows(config, self._keys, topic_prefix)
         ttl, tombstone = _ms(config.ttl), _ms(config.tombstone_retention)
         # a value's version key outlives the value by the tombstone retention
         self._ttls = (ttl, ttl + tombstone if ttl and tombstone else 0, tombstone)
@@ -53,19 +56,22 @@ class RedisSink:
         password = self.config.password.get_secret_value() if self.config.password else None
         client = redis.Redis.from_url(self.config.url, password=password,
                                       socket_timeout=timeout, socket_connect_timeout=timeout)
-        script = client.register_script(scripts.BATCH)
+        doing = f"connecting to {_address(self.config.url)} (config.url)"
         try:
             client.ping()
+            doing = "loading the batch script"
             client.script_load(scripts.BATCH)
         except RedisError as exc:
             client.close()
-            raise unavailable(exc, f"connecting to {_address(self.config.url)} "
-                                   "(config.url)") from exc
-        self._client, self._script = client, script
+            raise unavailable(exc, doing) from exc
+        self._client, self._script = client, client.register_script(scripts.BATCH)
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply ``batch``: truncates first, then one batch script call."""
         client, script = self._connected()
+        plain = self._plain.rows(batch, self._ttls)
+        if plain is not None:
+            return WriteResult(plain.run(script))
         changes, rejected = self._reader.read(batch)
         writes: list[Upsert | Delete] = []
         for change in changes:

@@ -4,10 +4,12 @@
 :class:`connectors.contract.Sink`. The modules, in the order a batch meets them:
 ``collector`` (size/time batching), ``events`` (decode, coalesce), ``delivery`` (write,
 isolate refused events), ``retry`` (backoff), ``dead_letter`` (the DLQ topic), ``worker``
-(flush, then commit), ``runner`` (threads, lag), ``metrics``.
+(flush, then commit), ``runner`` (threads, lag); the metrics live in
+``cdc.observability.connector_metrics``.
 """
 
 from cdc.config.models import dead_letter_topic
+from cdc.observability.connector_metrics import ConnectorMetrics, RuntimeMetrics
 
 from .dead_letter import DeadLetter, DeadLetterWriter
 from .errors import (
@@ -18,7 +20,6 @@ from .errors import (
     WriteRefusedError,
 )
 from .events import coalesce, decode_event
-from .metrics import ConnectorMetrics, RuntimeMetrics
 from .retry import Retrier, RetryPolicy
 from .runner import ConnectorRunner, RunnerOptions
 from .sinks import build_sink

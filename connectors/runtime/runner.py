@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from cdc.config import ConnectorConfig
 from cdc.config.models import dead_letter_topic
 from cdc.log import Log, StartAt
+from cdc.observability.connector_metrics import ConnectorMetrics, RuntimeMetrics
 from connectors.contract import SinkContext
 
 from .dead_letter import DeadLetterWriter
 from .errors import ConnectorFailedError, describe
-from .metrics import ConnectorMetrics, RuntimeMetrics
 from .retry import Retrier, RetryPolicy
 from .worker import ConnectorWorker, WorkerSetup
 

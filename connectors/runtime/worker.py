@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cdc.config import ConnectorConfig
+from cdc.extras import MissingExtraError
 from cdc.log import Backpressure, BackpressurePolicy, Consumer, Log, Message, StartAt
+from cdc.observability.connector_metrics import ConnectorMetrics
 from connectors.contract import Sink, SinkContext
 
 from .collector import BatchCollector
@@ -23,7 +25,6 @@ from .dead_letter import DeadLetter, DeadLetterWriter
 from .delivery import BatchDelivery
 from .errors import StopRequested, describe
 from .events import decode_batch, next_offsets
-from .metrics import ConnectorMetrics
 from .retry import Retrier
 from .sinks import build_sink
 
@@ -79,7 +80,8 @@ class ConnectorWorker:
         except Exception as exc:  # reported by the runner; offsets stay uncommitted
             self.failure = exc
             log.error("%s: worker %d stopped: %s", connector.name, setup.context.worker,
-                      describe(exc), exc_info=exc, extra={"connector": connector.name})
+                      describe(exc), extra={"connector": connector.name},
+                      exc_info=None if isinstance(exc, MissingExtraError) else exc)
         finally:
             if sink is not None:
                 self._close_sink(sink)

@@ -11,15 +11,20 @@ from cdc.cli import main
 
 
 def commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command path, the lazily loaded groups (``connect``, ``replay``) included."""
     yield path
     if isinstance(command, click.Group):
-        for name, subcommand in command.commands.items():
+        context = click.Context(command)
+        for name in command.list_commands(context):
+            subcommand = command.get_command(context, name)
+            assert subcommand is not None, name
             yield from commands(subcommand, (*path, name))
 
 
 def test_every_command_help_shows_an_example() -> None:
     paths = list(commands(main))
     assert ("run",) in paths and ("log", "tail") in paths
+    assert ("connect",) in paths and ("replay", "materialize") in paths
     runner = CliRunner()
     missing = []
     for path in paths:

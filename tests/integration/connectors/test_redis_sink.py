@@ -199,6 +199,30 @@ def test_hash_format_filters_and_ttl(make_sink: SinkMaker, client: RedisClient,
     assert 86_000_000 < client.pttl(f"_cdc_version:{key}") <= 86_400_000
 
 
+def test_json_ttl_expires_values_and_versions_later(make_sink: SinkMaker, client: RedisClient,
+                                                   table: TableEvents) -> None:
+    sink = make_sink(ttl="1h", tombstone_retention="1d")
+    name = table.table
+    written(sink, [table.upsert({"id": 1, "v": "a"}, 100), table.upsert({"id": 2}, 100, 1),
+                   table.delete({"id": 2}, 200)])
+    assert values(client, table) == {f"{name}:1": {"id": 1, "v": "a"}}
+    assert 3_500_000 < client.pttl(f"{name}:1") <= 3_600_000
+    assert 3_600_000 + 86_000_000 < client.pttl(f"_cdc_version:{name}:1") \
+        <= 3_600_000 + 86_400_000
+    assert 86_000_000 < client.pttl(f"_cdc_version:{name}:2") <= 86_400_000
+
+
+def test_one_batch_of_several_tables_checks_each_tables_truncate(
+        make_sink: SinkMaker, client: RedisClient, unique_name: str) -> None:
+    sink = make_sink()
+    first, second = TableEvents(table=f"{unique_name}_a"), TableEvents(table=f"{unique_name}_b")
+    written(sink, [second.truncate(300)])
+    written(sink, [first.upsert({"id": 1}, 200), second.upsert({"id": 1}, 200, 1),
+                   first.upsert({"id": 2}, 200, 2), second.upsert({"id": 2}, 400)])
+    assert values(client, first) == {f"{first.table}:1": {"id": 1}, f"{first.table}:2": {"id": 2}}
+    assert values(client, second) == {f"{second.table}:2": {"id": 2}}  # 200 < the truncate
+
+
 def test_composite_keys_and_key_columns(make_sink: SinkMaker, client: RedisClient,
                                         table: TableEvents) -> None:
     name = table.table

@@ -22,14 +22,16 @@ def started(tables: list[str] | None, point: str = "0/100") -> dict[str, Any]:
     return record
 
 
-def read(*tables: str, slot: str = SLOT) -> dict[str, Any]:
-    return {"slot": slot, "kind": "initial_tables", "tables": list(tables)}
+def read(*tables: str, slot: str = SLOT, point: str = "0/100") -> dict[str, Any]:
+    return {"slot": slot, "kind": "initial_tables", "consistent_point": point,
+            "tables": list(tables)}
 
 
 def test_the_tables_read_since_the_latest_start_count() -> None:
-    records = [started(["public.a", "public.b"], "0/50"), read("public.a"),
-               started(["public.a", "public.b", "public.c"], "0/900"), read("public.b"),
-               read("public.c", slot="other"),
+    records = [started(["public.a", "public.b"], "0/50"), read("public.a", point="0/50"),
+               read("public.b", point="0/900"),  # another partition: before its start
+               started(["public.a", "public.b", "public.c"], "0/900"),
+               read("public.c", slot="other", point="0/900"),
                {"kind": "incremental", "table": "public.a", "state": "running"}]
     found = initial_snapshot(records, SLOT)
     assert found.state == "started"
@@ -40,7 +42,8 @@ def test_the_tables_read_since_the_latest_start_count() -> None:
 
 def test_completed_and_never_taken() -> None:
     done = initial_snapshot([started(None), read("public.a"),
-                             {"slot": SLOT, "state": "completed"}], SLOT)
+                             {"slot": SLOT, "state": "completed", "consistent_point": "0/100"}],
+                            SLOT)
     assert done.state == "completed" and done.tables is None and done.read == {"public.a"}
     assert initial_snapshot([], SLOT).state is None
     assert initial_snapshot([{"slot": SLOT}], SLOT).state == "completed", "oldest records"

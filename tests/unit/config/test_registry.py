@@ -9,10 +9,10 @@ import pytest
 
 from cdc.config import parse_config
 from cdc.errors import ConfigError
-from connectors import registry
+from cdc.plugins import index as registry
+from cdc.plugins.index import SinkLoadError, SinkSpec, known_sinks, load_sink
 from connectors.opensearch import OpenSearchSinkConfig
 from connectors.redis import RedisSinkConfig
-from connectors.registry import SinkLoadError, SinkSpec, known_sinks, load_sink
 from connectors.webhook import WebhookSinkConfig
 from tests.unit.config.conftest import VALID
 

@@ -15,7 +15,7 @@ import pytest
 from cdc.config import ConnectorConfig
 from cdc.log import Position, Record
 from cdc.log.file import FileLog, FileLogSettings
-from connectors import registry
+from cdc.plugins import index as registry
 from connectors.contract import Sink, SinkContext
 from connectors.runtime import ConnectorRunner, RunnerOptions, RuntimeMetrics
 

@@ -56,3 +56,13 @@ def test_table_names_from_the_topic() -> None:
         "fallback", "renamed", "public", "orders")
     assert NameTemplate("{table}").uses_key is False
     assert NameTemplate("x:{key.id}").uses_key is True
+
+
+@pytest.mark.parametrize("template", ["{table}:{key}", "{prefix}:{schema}.{table}:{key}",
+                                      "product:{key.id}", "{topic}/{key.b}/{key.a}",
+                                      "{table}:{key.nope}", "static", "{key}", "{key}{key}"])
+@pytest.mark.parametrize("key", [{"id": 42}, {"a": 1, "b": "x:y"}, {"id": None, "b": True},
+                                 {"a": "\\", "id": [1, {"z": 2, "y": 1}]}])
+def test_bind_renders_like_render(template: str, key: dict[str, object]) -> None:
+    bound = NameTemplate(template).bind(NAMES)
+    assert bound(key) == NameTemplate(template).render(NAMES, key)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cdc.capture.runner import CaptureStats
+from cdc.observability.connector_metrics import RuntimeMetrics
 from cdc.observability.probes import (
     PG_EPOCH_UNIX_S,
     CaptureProbe,
@@ -10,7 +11,6 @@ from cdc.observability.probes import (
     lag_bytes,
     lag_seconds,
 )
-from connectors.runtime.metrics import RuntimeMetrics
 
 
 def test_lag_bytes_is_server_position_minus_flushed() -> None:

@@ -12,8 +12,8 @@ from cdc.config.models import MetricsConfig
 from cdc.errors import ConfigError
 from cdc.observability import ConnectorsProbe, ObservabilityServer
 from cdc.observability.auth import BearerToken
+from cdc.observability.connector_metrics import RuntimeMetrics
 from cdc.observability.endpoint import Routes
-from connectors.runtime.metrics import RuntimeMetrics
 
 
 def routes(token: str | None = None) -> Routes:

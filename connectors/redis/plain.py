@@ -1,0 +1,79 @@
+"""The plain batch, rendered straight from the decoded events.
+
+A batch is plain when every event is an insert, update or snapshot row (with no column
+left unchanged by TOAST) or a delete, of a table without a view, and the sink writes JSON
+values (``mode: upsert``). Then each row's key comes from the event's ``key`` object and
+its value is the event's ``after`` object dumped as it is: no ``Change`` objects, no copy
+of a row. Anything else — a truncate, a view, an unchanged column, a malformed event, a
+value over ``max_value_bytes`` — makes ``rows`` answer ``None``, and the sink takes the
+general path (``connectors.changes`` and ``rows``), which decides what such an event
+means; for a plain batch both paths give the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+
+from connectors.changes import UPSERT_OPS
+from connectors.contract import SinkEvent
+from connectors.placeholders import TableNames
+
+from .batch import ScriptBatch
+from .config import RedisSinkConfig
+from .keys import KeyTemplates, TableKeys
+
+
+class PlainRows:
+    """Renders plain batches (see the module docstring)."""
+
+    def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str) -> None:
+        self._enabled = config.value_format == "json" and config.mode == "upsert"
+        self._viewed = {view.table for view in config.views}
+        self._keys = keys
+        self._prefix = topic_prefix
+        self._max_bytes = config.max_value_bytes
+        self._tables: dict[tuple[str, str, str], TableKeys | None] = {}
+
+    def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
+             ) -> ScriptBatch | None:
+        """The rows of ``events`` if the batch is plain, else ``None``."""
+        if not self._enabled:
+            return None
+        batch = ScriptBatch(ttls)
+        add = batch.row
+        for item in events:
+            event = item.event
+            key = event.get("key")
+            table = self._table(item)
+            if not key or type(key) is not dict or table is None:
+                return None
+            op = event.get("op")
+            if op == "d":
+                add(item, table.render(key), table.marker, "d")
+                continue
+            after = event.get("after")
+            if op not in UPSERT_OPS or type(after) is not dict or event.get("unchanged"):
+                return None
+            value = orjson.dumps(after)
+            if len(value) > self._max_bytes:
+                return None
+            add(item, table.render(key), table.marker, "j", (value,), len(value))
+        return batch
+
+    def _table(self, item: SinkEvent) -> TableKeys | None:
+        """The keys of the event's table; ``None`` if a view reads the table."""
+        source = item.event.get("source")
+        if type(source) is not dict:
+            return None
+        topic = item.message.topic
+        names_key = (topic, str(source.get("schema")), str(source.get("table")))
+        try:
+            return self._tables[names_key]
+        except KeyError:
+            names = TableNames.of(topic, source, self._prefix)
+            found = None if (names.schema, names.table) in self._viewed \
+                else self._keys.table(names, None)
+            self._tables[names_key] = found
+            return found
