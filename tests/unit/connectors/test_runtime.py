@@ -164,9 +164,19 @@ def test_workers_share_the_partitions(fake_sinks: SinkBuilders, tmp_path: Path) 
             return sinks[-1]
 
     fake_sinks["default"] = build
-    append_events(log, list(range(40)))
     runner = make_runner(log, make_connector(workers=2))
-    run_until(runner, lambda: sum(len(s.durable) for s in sinks) == 40)
+    members = log.root / "_groups" / GROUP / "members"
+    appended: list[bool] = []
+
+    def fed_once_both_joined() -> bool:
+        # events appear only once both members hold leases, so neither can take them all
+        if not appended and members.is_dir() and len(
+                [p for p in members.iterdir() if not p.name.startswith(".")]) == 2:
+            append_events(log, list(range(40)))
+            appended.append(True)
+        return sum(len(s.durable) for s in sinks) == 40
+
+    run_until(runner, fed_once_both_joined)
     assert len(sinks) == 2 and all(s.durable for s in sinks), "both workers got partitions"
     assert sorted(k for s in sinks for k in s.durable) == list(range(40))
     assert sum(v or 0 for v in committed(log).values()) == 40
