@@ -36,8 +36,8 @@ class SourceConfig(ConfigModel):
         default=True, description="snapshot a table that joins the publication later "
         "(incrementally, while streaming continues)")
     snapshot_parallel_tables: int | None = Field(
-        default=None, ge=1, le=64, description="tables the initial snapshot reads at once "
-        "(each on its own connection); null: one per CPU")
+        default=None, ge=1, le=64, description="connections the initial snapshot reads "
+        "tables on at once (each reads many tables per transaction); null: one per CPU")
     heartbeat_interval: Duration | None = Field(
         default=timedelta(seconds=10), description="how often to advance an idle slot; null: never")
     messages_prefixes: tuple[str, ...] = Field(
