@@ -24,6 +24,9 @@ from cdc.config.secrets import Redactor
 
 LogFormat = Literal["text", "json"]
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# client libraries that log every request (INFO) and a traceback per failed attempt
+# (WARNING); quiet unless debugging
+CLIENT_REQUEST_LOGGERS = ("opensearch", "urllib3")
 WITHHELD = "(log line withheld: it contains a secret)"
 _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
     "message", "asctime", "taskName"}
@@ -137,3 +140,6 @@ def configure_logging(level: int = logging.INFO) -> None:
     handler.setFormatter(JsonFormatter() if _format == "json" else logging.Formatter(LOG_FORMAT))
     handler.addFilter(SCRUBBER)
     logging.basicConfig(level=level, handlers=[handler])
+    if level > logging.DEBUG:  # our retry layer says what failed, once per attempt
+        for name in CLIENT_REQUEST_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)

@@ -106,3 +106,23 @@ def test_the_cli_option_selects_the_format() -> None:
         assert bad.exit_code == 2 and "xml" in bad.output
     finally:
         set_log_format("text")
+
+
+@pytest.mark.parametrize(("level", "expected"), [(logging.INFO, logging.ERROR),
+                                                 (logging.DEBUG, logging.NOTSET)])
+def test_client_request_loggers_are_quiet_unless_debugging(level: int, expected: int) -> None:
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    saved = {name: logging.getLogger(name).level for name in logsetup.CLIENT_REQUEST_LOGGERS}
+    try:
+        root.handlers = []  # basicConfig only configures a root without handlers
+        for name in saved:
+            logging.getLogger(name).setLevel(logging.NOTSET)
+        logsetup.configure_logging(level)
+        assert {logging.getLogger(name).level for name in saved} == {expected}
+        assert logging.getLogger("opensearch").isEnabledFor(logging.WARNING) is (
+            level == logging.DEBUG)
+    finally:
+        root.handlers, root.level = saved_handlers, saved_level
+        for name, value in saved.items():
+            logging.getLogger(name).setLevel(value)
