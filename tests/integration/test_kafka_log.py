@@ -3,6 +3,7 @@ and the last position of a partition that ends in a transaction marker."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,8 +72,15 @@ def test_last_positions_skip_transaction_markers(kafka_log: KafkaLog, kafka_boot
         producer.produce(topic, b"v", b"k", partition=n % 2,
                          headers=[("lsn", b"%d" % (1000 + n)), ("seq", b"0")])
     producer.commit_transaction(30)  # each partition now ends with a commit marker
+    expected = {0: Position(1018, 0), 1: Position(1019, 0)}
+    # the brokers write the markers after the commit returns; until then a read_committed
+    # reader sees nothing yet (the last stable offset has not moved)
+    deadline = time.monotonic() + 15
     positions = kafka_log.producer().last_positions(topic)
-    assert positions == {0: Position(1018, 0), 1: Position(1019, 0)}
+    while positions != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+        positions = kafka_log.producer().last_positions(topic)
+    assert positions == expected
     assert len(list(kafka_log.read_to_end(topic))) == 20
 
 
