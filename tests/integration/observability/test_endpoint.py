@@ -79,10 +79,13 @@ def test_metrics_move_with_the_workload(pipeline: Pipeline) -> None:
         assert time.monotonic() < deadline, (before, events, written_before, written)
         time.sleep(0.3)
     assert events == before + 400  # 200 inserts and 200 updates, each once
-    # positions come from the server (read every sample_interval on its own connection)
-    deadline = time.monotonic() + 10
-    while pipeline.metric("distributary_capture_server_wal_lsn") is None:
-        assert time.monotonic() < deadline, "no server WAL position"
+    # positions come from the server (read every sample_interval on its own connection);
+    # a sample read before the slot existed has no retained WAL yet: wait for a later one
+    deadline = time.monotonic() + 20
+    while (pipeline.metric("distributary_capture_server_wal_lsn") is None
+           or pipeline.metric("distributary_slot_retained_wal_bytes",
+                              slot=pipeline.name) is None):
+        assert time.monotonic() < deadline, "no server WAL position or slot retained WAL"
         time.sleep(0.3)
     acked = pipeline.metric("distributary_capture_acknowledged_lsn")
     server = pipeline.metric("distributary_capture_server_wal_lsn")
