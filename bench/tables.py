@@ -6,8 +6,9 @@ by the pattern ``public.t_*``, captured into a file log of 3 partitions per topi
 
 1. no slot yet: the initial snapshot of every table, until the capture streams
    (``tables_snapshot_s``, from process start);
-2. a restart with the existing slot, until it streams (``tables_startup_s``); then one
-   row in every table (every partition writer warm), and, each written while the
+2. a restart with the existing slot, until it streams (``tables_startup_s``); then a
+   row in every partition of every table (every partition writer warm: the keys are
+   chosen to hash to each partition), and, each written while the
    process is paused (SIGSTOP) so the changes wait in the slot: a workload spread evenly
    over all the tables, and the same workload on one table — events per second from
    SIGCONT until all of it is durable and acknowledged.
@@ -38,6 +39,7 @@ import psycopg
 from psycopg import sql
 
 from cdc.capture.publication import selected_tables
+from cdc.log import partition_for
 from compose.launcher import PostgresServer
 
 TABLES = int(os.environ.get("BENCH_TABLES", "2000"))
@@ -46,6 +48,7 @@ ROWS_PER_TRANSACTION = 10
 TRANSACTIONS = int(10_000 * SCALE)
 OPEN_FILES = 1024
 PATTERN = "public.t_*"
+PARTITIONS = 3
 SLOT = "bench_tables"
 
 CREATE_TABLES = """
@@ -88,6 +91,38 @@ def create_tables(dsn: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
         return len(selected_tables(conn, (PATTERN,)))
+
+
+WARM = """
+DO $$ BEGIN
+  FOR i IN 0 .. {last} LOOP
+    EXECUTE format('INSERT INTO %I SELECT id, ''warm'', now() FROM unnest($1) AS id',
+                   't_' || lpad(i::text, 4, '0')) USING {ids}::bigint[];
+  END LOOP;
+END $$"""
+WARM_FROM_ID = 100_000_000  # far from the workloads' keys
+
+
+def warm_keys() -> list[int]:
+    """Ids whose keys (``{"id":N}``) land in each of the topics' partitions."""
+    found: dict[int, int] = {}
+    candidate = WARM_FROM_ID
+    while len(found) < PARTITIONS:
+        found.setdefault(partition_for(b'{"id":%d}' % candidate, PARTITIONS), candidate)
+        candidate += 1
+    return sorted(found.values())
+
+
+def warm_every_partition(dsn: str) -> int:
+    """One row per partition in every table; returns a WAL position past it."""
+    query = sql.SQL(WARM).format(last=sql.Literal(TABLES - 1),
+                                 ids=sql.Literal(warm_keys()))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(query)
+        row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+        conn.execute("UPDATE t_0001 SET note = 'marker' WHERE id = 1")
+    assert row is not None
+    return int(row[0])
 
 
 def write_workload(dsn: str, spread: bool, transactions: int, first_id: int
@@ -194,7 +229,7 @@ source:
 log:
   backend: file
   path: {path.parent / 'log'}
-  partitions: 3
+  partitions: {PARTITIONS}
 metrics:
   port: {port}
   sample_interval: 1s
@@ -221,8 +256,7 @@ def main() -> None:
             capture = CaptureProcess(config, port, stderr, peaks)
             startup_s = capture.until_streaming()
             try:
-                _, lsn = write_workload(dsn, True, TABLES // ROWS_PER_TRANSACTION, 2)
-                capture.until_acknowledged(dsn, lsn)  # warm: every table written once
+                capture.until_acknowledged(dsn, warm_every_partition(dsn))
                 rates = {}
                 for spread in (True, False):
                     capture.proc.send_signal(signal.SIGSTOP)

@@ -28,6 +28,7 @@ from cdc.errors import SourceError
 from cdc.log import Log
 
 from . import session
+from .batching import BatchLimits, GroupCommit
 from .ddl import DDL_PREFIX
 from .fallbacks import FALLBACKS, DecodeFallbacks
 from .incremental import IncrementalSnapshots
@@ -35,7 +36,7 @@ from .incremental_log import read_records
 from .lsn import format_lsn
 from .pgoutput import Commit, PgOutputDecoder, StreamCommit
 from .publication import sync_publication
-from .replication import Keepalive, ReplicationConnection
+from .replication import Keepalive, ReplicationConnection, now_pg_micros
 from .resume import ResumeFilter
 from .shapes import ShapeRegistry, versions_from_log
 from .slot import check_slot_health, ensure_publication
@@ -59,7 +60,14 @@ class CaptureSettings:
 
     batch_events: int = 5_000
     batch_delay_s: float = 0.005  # flush when the stream pauses this long …
-    batch_max_age_s: float = 0.05  # … or when the oldest record waited this long
+    batch_max_age_s: float = 0.05  # … or when the oldest record waited this long …
+    # catching up (the last commit seen is backlog_lag_s behind the clock), a batch waits
+    # up to backlog_max_age_s and fills up to backlog_batch_events or batch_bytes: fewer
+    # fsyncs and per-partition writes when throughput is what matters (``batching``)
+    backlog_lag_s: float = 1.0
+    backlog_max_age_s: float = 1.0
+    backlog_batch_events: int = 20_000
+    batch_bytes: int = 32 << 20
     wal_budget_bytes: int = 1 << 30  # WAL a blocking consumer may make PostgreSQL keep
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
@@ -96,6 +104,10 @@ class Capture:
         self.snapshot_only_done = False
         self._blocked = False
         self._seen_commit_ts_us = 0
+        self._group = GroupCommit(BatchLimits(
+            self.settings.batch_events, self.settings.batch_max_age_s,
+            self.settings.backlog_lag_s, self.settings.backlog_max_age_s,
+            self.settings.backlog_batch_events, self.settings.batch_bytes), now_pg_micros)
         self._incremental: IncrementalSnapshots | None = None
         self._resnapshot = False
         self._stop_when_snapshots_done = False  # initial_only, incremental snapshots left
@@ -207,9 +219,11 @@ class Capture:
         heartbeat_s = heartbeat.total_seconds() if heartbeat else None
         last_data = time.monotonic()
         incremental = self._incremental
+        group = self._group
         while not stop.is_set():
             # group commit: while changes keep coming, gather them (up to batch_events
-            # or batch_max_age_s); flush as soon as the stream pauses for batch_delay_s
+            # or batch_max_age_s — backlog_max_age_s while catching up); flush as soon as
+            # the stream pauses for batch_delay_s
             timeout = settings.batch_delay_s if assembler.ready else 0.5
             message = repl.read(timeout)
             now = time.monotonic()
@@ -247,8 +261,9 @@ class Capture:
                 while assembler.draining:  # a committed streamed transaction, in chunks
                     assembler.drain(settings.batch_events)
                     self._flush(repl, assembler, resume)
-                if len(assembler.ready) >= settings.batch_events or (
-                        assembler.ready and now - batch_started >= settings.batch_max_age_s):
+                if assembler.ready and (
+                        group.full(assembler.ready, self._seen_commit_ts_us)
+                        or group.due(now - batch_started, self._seen_commit_ts_us)):
                     self._flush(repl, assembler, resume)
             if now >= next_status:
                 next_status = now + STATUS_EVERY_S
@@ -306,6 +321,7 @@ class Capture:
                resume: ResumeFilter) -> None:
         records = assembler.ready
         assembler.ready = []
+        self._group.closed()
         if self._incremental is not None:
             self._incremental.observe_records(records)
         fresh = resume.fresh(records)

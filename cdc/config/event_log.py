@@ -69,11 +69,14 @@ class LogConfig(ConfigModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     segment_bytes: DataSize = Field(default=64 * 1024**2,
                                     description="segment file size, e.g. 64MiB")
-    fsync: bool = Field(default=True, description="fsync each appended batch (file backend)")
+    fsync: bool = Field(default=True, description="make each appended batch durable before "
+                        "it is acknowledged: one fdatasync of the batch journal per batch "
+                        "(file backend)")
     open_files: int = Field(
         default=128, ge=8, le=65536,
-        description="segment files the file backend keeps open at once, all topics and "
-        "partitions together (least recently used closed first, fsync'd before)")
+        description="segment files the file backend's readers and connector-side writers "
+        "keep open at once, all topics and partitions together (least recently used closed "
+        "first, fsync'd before); the capture's writer keeps none open between batches")
     max_record_bytes: DataSize = Field(
         default=16 * 1024**2, ge=1024, le=512 * 1024**2,
         description="largest record (one row's event) the capture may write, e.g. 16MiB; "

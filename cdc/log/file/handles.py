@@ -54,6 +54,14 @@ class HandlePool:
     @contextmanager
     def use(self, owner: PooledFiles) -> Iterator[None]:
         """Let ``owner`` keep its files open for the block (it opens them lazily)."""
+        self.acquire(owner)
+        try:
+            yield
+        finally:
+            self.release(owner)
+
+    def acquire(self, owner: PooledFiles) -> None:
+        """Let ``owner`` open its files until the matching ``release``."""
         with self._lock:
             if owner in self._open:
                 self._open.move_to_end(owner)
@@ -62,29 +70,35 @@ class HandlePool:
                 self._make_room(count)
                 self._open[owner] = count
                 self._used += count
-                self.peak = max(self.peak, self._used)
+                if self._used > self.peak:
+                    self.peak = self._used
             self._busy[owner] = self._busy.get(owner, 0) + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._busy[owner] - 1
-                if left:
-                    self._busy[owner] = left
-                else:
-                    del self._busy[owner]
-                    if not owner.has_open_files:  # it found nothing to open
-                        self._used -= self._open.pop(owner, 0)
+
+    def release(self, owner: PooledFiles) -> None:
+        """End an ``acquire``: the owner's files may be closed to make room from now on."""
+        with self._lock:
+            left = self._busy[owner] - 1
+            if left:
+                self._busy[owner] = left
+            else:
+                del self._busy[owner]
+                if not owner.has_open_files:  # it found nothing to open
+                    self._used -= self._open.pop(owner, 0)
 
     def _make_room(self, needed: int) -> None:
-        for victim in list(self._open):
-            if self._used + needed <= self.capacity:
-                return
-            if victim in self._busy:
+        opened, busy = self._open, self._busy
+        skipped = []
+        while self._used + needed > self.capacity and opened:
+            victim, count = opened.popitem(last=False)
+            if victim in busy:
+                skipped.append((victim, count))
                 continue
-            self._used -= self._open.pop(victim)
+            self._used -= count
             self.evictions += 1
             victim.close_files()
+        for victim, count in reversed(skipped):  # in use: they keep their place
+            opened[victim] = count
+            opened.move_to_end(victim, last=False)
         # only owners in use are left: go over the bound for a moment rather than wait
 
     def forget(self, owner: PooledFiles) -> None:

@@ -66,13 +66,22 @@ def doorbell_name(topic: str, partition: int) -> str:
     return f"{topic_dir_name(topic)}~{partition}"
 
 
+def doorbell_path(root: Path, topic: str, partition: int) -> str:
+    """The file of one partition's doorbell (for ``ring_path``)."""
+    return os.path.join(root, DOORBELLS_DIR, doorbell_name(topic, partition))
+
+
 def ring(root: Path, name: str) -> None:
     """Tell watchers that ``name`` changed (a partition's doorbell, or ``TOPICS_BELL``)."""
-    path = root / DOORBELLS_DIR / name
+    ring_path(os.path.join(root, DOORBELLS_DIR, name))
+
+
+def ring_path(path: str) -> None:
+    """Ring the doorbell at ``path`` (created, with its directory, when missing)."""
     try:
         os.utime(path)
     except FileNotFoundError:
-        path.parent.mkdir(exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
 
 

@@ -1,5 +1,9 @@
 """The file log's producer: the one process that appends (it holds the writer lock).
 
+With ``fsync`` on, a batch is made durable by one fdatasync of the batch journal
+(``journal``), not one per partition it touches; checkpoints (``checkpoint``) sync the
+segments in the background, and a journal left by a crash is replayed on open.
+
 Besides the log-wide ``.writer.lock`` (one capture per log), it takes the writer lock of
 each topic it writes (``topic_lock``), so a connector's ``FileTopicProducer`` may append
 to its own dead-letter topic from another process, never to a topic the capture writes.
@@ -11,17 +15,19 @@ import fcntl
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
 from cdc.errors import LogError
 
 from ..partitioner import partition_for
 from ..records import NO_POSITION, Position, Record, TopicPartition
+from .checkpoint import Checkpointer
 from .compaction import compact_partition
+from .journal import Journal
+from .journal_replay import replay_journal
 from .names import migrate_case_dirs
-from .notify import TOPICS_BELL, doorbell_name, ring
+from .notify import TOPICS_BELL, doorbell_name, doorbell_path, ring, ring_path
 from .retention import apply_retention
 from .topic_lock import TopicLock, topic_locks
 from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta, write_meta
@@ -35,7 +41,7 @@ RETENTION_SLICE = 256  # partitions checked at once
 
 
 class FileProducer:
-    """Appends batches; every batch is durable (fsync per partition) when ``append``
+    """Appends batches; every batch is durable (one journal fdatasync) when ``append``
     returns. Only one producer may write to a log directory at a time."""
 
     def __init__(self, log: FileLog) -> None:
@@ -52,14 +58,21 @@ class FileProducer:
             ring(log.root, TOPICS_BELL)
         self._writers: dict[TopicPartition, PartitionWriter] = {}
         self._bells: dict[TopicPartition, str] = {}
+        self._topic_bytes: dict[str, bytes] = {}
         self._idle_ends: dict[TopicPartition, int] = {}  # held topics' unwritten partitions
-        self._syncer = ThreadPoolExecutor(max_workers=4, thread_name_prefix="log-fsync")
         self._partitions: dict[str, int] = {}
         self._lock_table = topic_locks(log.root)
         self._topic_locks: dict[str, TopicLock] = {}
         self._next_retention = time.monotonic() + RETENTION_CHECK_S
         self._retention_cursor = 0
         self._next_compaction = time.monotonic() + log.settings.compaction_interval_ms / 1000
+        self._checkpoints: Checkpointer | None = None
+        if log.settings.fsync:
+            restored = replay_journal(log.root, self.writer,
+                                      lambda topic: read_meta(log.root, topic) is not None)
+            for tp in restored:
+                ring(log.root, doorbell_name(tp.topic, tp.partition))
+            self._checkpoints = Checkpointer(log.root, Journal(log.root))
 
     def _hold_topic(self, topic: str) -> None:
         if topic in self._topic_locks:
@@ -91,15 +104,15 @@ class FileProducer:
                                      tp.topic, tp.partition,
                                      segment_bytes=settings.segment_bytes,
                                      segment_ms=settings.segment_ms, fsync=settings.fsync,
-                                     pool=self._log.handles)
+                                     pool=self._log.handles, journaled=settings.fsync)
             self._writers[tp] = writer
             self._idle_ends.pop(tp, None)
-            self._bells[tp] = doorbell_name(tp.topic, tp.partition)
+            self._bells[tp] = doorbell_path(self._log.root, tp.topic, tp.partition)
         return writer
 
     def append(self, records: Sequence[Record]) -> None:
         """Append ``records`` (grouped per partition, order kept); durable on return."""
-        batches: dict[TopicPartition, list[Record]] = {}
+        batches: dict[tuple[str, int], list[Record]] = {}  # plain tuples: cheaper keys
         counts = self._partitions
         for record in records:
             topic = record.topic
@@ -110,28 +123,38 @@ class FileProducer:
             elif not 0 <= partition < count:
                 raise LogError(f"partition {partition} out of range for topic "
                                f"{topic!r} with {count} partitions")
-            tp = TopicPartition(topic, partition)
-            batch = batches.get(tp)
+            batch = batches.get((topic, partition))
             if batch is None:
-                batches[tp] = [record]
+                batches[topic, partition] = [record]
             else:
                 batch.append(record)
         now_ms = int(time.time() * 1000)
+        checkpoints = self._checkpoints
+        parts = []
         written = []
-        for i, (tp, batch) in enumerate(batches.items()):
+        # a TopicPartition hashes and compares like its plain tuple: look up with either
+        writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
+        topic_bytes = self._topic_bytes
+        for i, (key, batch) in enumerate(batches.items()):
             if i:
                 crash_point("mid_append")
-            writer = self.writer(tp)
-            writer.append(batch, now_ms, sync=False)
-            written.append(writer)
-        if len(written) == 1:
-            written[0].sync()
-        elif written:  # the disk works on all partitions' flushes at once
-            for _ in self._syncer.map(PartitionWriter.sync, written):
-                pass
-        root, bells = self._log.root, self._bells
-        for tp in batches:  # durable now: wake the consumers of these partitions only
-            ring(root, bells[tp])
+            writer = writers.get(key) or self.writer(TopicPartition(*key))
+            first, data = writer.write(batch, now_ms)
+            if checkpoints is not None:
+                topic, partition = key
+                name = topic_bytes.get(topic)
+                if name is None:
+                    name = topic_bytes[topic] = topic.encode()
+                parts.append((name, partition, first, data))
+                written.append(writer)
+        if checkpoints is not None and parts:
+            checkpoints.journal.write(parts)  # the whole batch durable in one fdatasync
+            checkpoints.wrote(written)
+        bells = cast("dict[tuple[str, int], str]", self._bells)
+        for key in batches:  # durable now: wake the consumers of these partitions only
+            ring_path(bells[key])
+        if checkpoints is not None:
+            checkpoints.maybe_start()
         if time.monotonic() >= self._next_retention:
             self.enforce_retention(max_partitions=RETENTION_SLICE)
         if time.monotonic() >= self._next_compaction:
@@ -205,9 +228,12 @@ class FileProducer:
 
     def close(self) -> None:
         """Close every partition file and release the writer lock."""
-        self._syncer.shutdown(wait=True)
-        for writer in self._writers.values():
-            writer.close()
+        try:
+            if self._checkpoints is not None:
+                self._checkpoints.finish()  # every segment synced, the journal deleted
+        finally:
+            for writer in self._writers.values():
+                writer.close()
         self._writers.clear()
         self._topic_locks.clear()
         self._lock_table.close()

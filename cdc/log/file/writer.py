@@ -2,6 +2,8 @@
 
 A writer keeps its segment and index files open only while the log's ``HandlePool``
 lets it (see ``handles``); closed by the pool, it fsyncs first and reopens on next use.
+A ``journaled`` writer leaves durability to the producer's journal (``journal``): closed
+by the pool it just closes, and only a segment rollover syncs the finished segment.
 """
 
 from __future__ import annotations
@@ -28,6 +30,35 @@ from .segments import (
 log = logging.getLogger(__name__)
 
 
+def sync_file(path: str) -> None:
+    """fdatasync a file by name (whoever wrote it); a file deleted meanwhile is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # removed by retention or compaction: nothing to keep
+        return
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
+
+
+def _append_once(path: str, data: bytes, *, create: bool = False) -> None:
+    """Append ``data`` to a file through a descriptor of its own, closed at once."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a file creation, rename or deletion in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
@@ -41,14 +72,16 @@ class PartitionWriter:
     """The single writer of one partition (the process holding the log's writer lock)."""
 
     file_count = 2  # the segment and its index
-    __slots__ = ("__weakref__", "_base", "_dirty", "_fd", "_index_fd", "_last_indexed",
-                 "_opened_at", "_pool", "_size", "_sync_error", "directory", "fsync",
-                 "last_position", "next_offset", "partition", "segment_bytes", "segment_ms",
-                 "topic")
+    __slots__ = ("__weakref__", "_base", "_dirty", "_fd", "_index_fd", "_index_path",
+                 "_last_indexed", "_opened_at", "_pool", "_size", "_sync_error", "directory",
+                 "fsync", "journaled", "last_position", "next_offset", "partition",
+                 "segment_bytes", "segment_ms", "segment_path", "topic")
 
     def __init__(self, directory: Path, topic: str, partition: int, *, segment_bytes: int,
-                 segment_ms: int, fsync: bool, pool: HandlePool | None = None) -> None:
+                 segment_ms: int, fsync: bool, pool: HandlePool | None = None,
+                 journaled: bool = False) -> None:
         self.directory = directory
+        self.journaled = journaled
         self.topic = topic
         self.partition = partition
         self.segment_bytes = segment_bytes
@@ -62,6 +95,8 @@ class PartitionWriter:
         self._dirty = False  # written since the last fdatasync
         self._sync_error: OSError | None = None
         self._base = 0
+        self.segment_path = ""  # the active segment's file
+        self._index_path = ""
         self._size = 0
         self._opened_at = 0.0
         self._last_indexed = -INDEX_INTERVAL_BYTES
@@ -121,15 +156,11 @@ class PartitionWriter:
             os.close(index_fd)
         self._last_indexed = entries[-1][1] if entries else -INDEX_INTERVAL_BYTES
         self._base, self._size = base, existing_size
+        self.segment_path = os.fspath(path)
+        self._index_path = os.fspath(path.with_suffix(INDEX_SUFFIX))
         self._opened_at = time.time()
         if created:
             fsync_dir(self.directory)
-
-    def _ensure_open(self) -> None:
-        """Open the active segment for appending (inside ``pool.use``)."""
-        if self._fd >= 0:
-            return
-        self._fd = os.open(self.directory / segment_name(self._base), os.O_WRONLY | os.O_APPEND)
 
     def _append_index(self, entries: bytes) -> None:
         """Add sparse index entries (the index file is opened when first needed)."""
@@ -146,40 +177,64 @@ class PartitionWriter:
 
         Returns the offset of the first record written.
         """
-        with self._pool.use(self):
-            if self._size >= self.segment_bytes or (
-                    self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
-                self._sync_open()
-                self._close_fds()
-                self._start_segment(self.next_offset)
-            self._ensure_open()
-            first = offset = self.next_offset
-            lines = []
-            index_entries = []
-            position = self._size
-            for record in records:
-                line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
-                                     record.tombstone, record.key, record.value)
-                if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
-                    index_entries.append(INDEX_ENTRY.pack(offset, position))
-                    self._last_indexed = position
-                lines.append(line)
-                position += len(line)
-                offset += 1
-            view = memoryview(b"".join(lines))
-            self._dirty = True
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            if sync:
-                self._sync_open()
+        first, _ = self.write(records, now_ms, sync=sync)
+        return first
+
+    def write(self, records: Sequence[Record], now_ms: int, *,
+              sync: bool = False) -> tuple[int, bytes]:
+        """Write ``records`` after the last one (into the page cache unless ``sync``);
+        returns the first offset written and the bytes (the journal's copy)."""
+        if self._size >= self.segment_bytes or (
+                self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
+            self._finish_segment()
+            self._start_segment(self.next_offset)
+        first = offset = self.next_offset
+        lines = []
+        index_entries = []
+        position = self._size
+        for record in records:
+            line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
+                                 record.tombstone, record.key, record.value)
+            if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
+                index_entries.append(INDEX_ENTRY.pack(offset, position))
+                self._last_indexed = position
+            lines.append(line)
+            position += len(line)
+            offset += 1
+        data = lines[0] if len(lines) == 1 else b"".join(lines)
+        if self.journaled:  # open, write, close: no file stays open, no pool to consult
+            _append_once(self.segment_path, data)
             if index_entries:
-                self._append_index(b"".join(index_entries))
+                _append_once(self._index_path, b"".join(index_entries), create=True)
+        else:
+            self._write_pooled(data, b"".join(index_entries), sync=sync)
         self._size = position
         self.next_offset = offset
         if records and records[-1].position != NO_POSITION:
             self.last_position = max(self.last_position, records[-1].position)
-        return first
+        return first, data
+
+    def _write_pooled(self, data: bytes, index_entries: bytes, *, sync: bool) -> None:
+        pool = self._pool
+        pool.acquire(self)
+        try:
+            if self._fd < 0:
+                self._fd = os.open(self.segment_path, os.O_WRONLY | os.O_APPEND)
+            self._dirty = True
+            _write_all(self._fd, data)
+            if sync:
+                self._sync_open()
+            if index_entries:
+                self._append_index(index_entries)
+        finally:
+            pool.release(self)
+
+    def _finish_segment(self) -> None:
+        """Make the active segment durable and close it (before rolling over)."""
+        self._sync_open()
+        if self.journaled and self.fsync:  # the journal may drop its copy at a checkpoint
+            sync_file(self.segment_path)
+        self._close_fds()
 
     def matches_disk(self) -> bool:
         """True when nobody else appended since this writer's last write: its segment is
@@ -203,7 +258,7 @@ class PartitionWriter:
             error, self._sync_error = self._sync_error, None
             raise error
         if self._dirty and self._fd >= 0:
-            if self.fsync:
+            if self.fsync and not self.journaled:
                 os.fdatasync(self._fd)
             self._dirty = False
 

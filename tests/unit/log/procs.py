@@ -3,10 +3,13 @@
     consume ROOT GROUP TOPIC OUT   join GROUP, append "partition offset key" lines to OUT
                                    for every record, commit after each batch, forever
     produce ROOT TOPIC START COUNT append COUNT records with ids START.., 50 per batch
+    crash ROOT TOPIC COUNT         append COUNT records (ids 0..) in batches of 50 to 3
+                                   partitions, then exit at once: no close, no checkpoint
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,12 +41,23 @@ def produce(root: str, topic: str, start: int, count: int) -> None:
     producer.close()
 
 
+def crash(root: str, topic: str, count: int) -> None:
+    """Append ``count`` records, then die without closing (the journal stays)."""
+    producer = FileLog(root).producer()
+    for first in range(0, count, 50):
+        producer.append([Record(topic, b"%d" % i, b'{"id":%d}' % i, Position(i + 1, 0))
+                         for i in range(first, min(first + 50, count))])
+    os._exit(0)
+
+
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
     if command == "consume":
         consume(*args)
     elif command == "produce":
         produce(args[0], args[1], int(args[2]), int(args[3]))
+    elif command == "crash":
+        crash(args[0], args[1], int(args[2]))
     else:
         raise SystemExit(f"unknown command {command}")
     time.sleep(0)
