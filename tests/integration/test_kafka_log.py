@@ -11,6 +11,8 @@ import orjson
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from cdc.log import Position, Record
@@ -58,6 +60,32 @@ def test_a_topic_created_elsewhere_gets_its_limit_raised(kafka_log: KafkaLog,
     value = b"z" * (2 * 1024 * 1024)
     kafka_log.producer().append([Record(topic, b'{"id":1}', value, Position(5, 0))])
     assert [m.value for m in kafka_log.read_to_end(topic)] == [value]
+
+
+def retention_of(kafka_bootstrap: str, topic: str) -> tuple[str | None, str | None]:
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return entries["retention.ms"].value, entries["retention.bytes"].value
+
+
+def test_history_topics_keep_their_records_forever(kafka_log: KafkaLog, kafka_bootstrap: str,
+                                                   unique_name: str) -> None:
+    schemas, events = f"{unique_name}._schemas", f"{unique_name}.public.orders"
+    kafka_log.producer().append([Record(schemas, b'{"t":1}', b'{"v":1}', Position(1, 0)),
+                                 Record(events, b'{"id":1}', b'{"v":1}', Position(1, 1))])
+    assert retention_of(kafka_bootstrap, schemas) == ("-1", "-1")
+    assert retention_of(kafka_bootstrap, events) != ("-1", "-1"), "the broker's default"
+    # one created elsewhere (or by an older version) is set to keep its records
+    older = f"{unique_name}._snapshots"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(older, 1, 1)])[older].result(30)
+    other = KafkaLog([kafka_bootstrap])
+    try:
+        other.admin().create_topics([older])
+    finally:
+        other.close()
+    assert retention_of(kafka_bootstrap, older) == ("-1", "-1")
 
 
 def test_last_positions_skip_transaction_markers(kafka_log: KafkaLog, kafka_bootstrap: str,

@@ -164,7 +164,10 @@ class Journal:
 
     def __init__(self, root: Path, *, fsync_dir: bool = True) -> None:
         self.directory = journal_dir(root)
-        self.directory.mkdir(exist_ok=True)
+        if not self.directory.is_dir():
+            self.directory.mkdir()
+            if fsync_dir:
+                _fsync_directory(root)
         existing = journal_files(root)
         self._generation = int(existing[-1].name[:-len(SUFFIX)]) + 1 if existing else 0
         self._fsync_dir = fsync_dir

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, cast
 from cdc.crashpoints import crash_point
 from cdc.errors import LogError
 
+from ..history import keeps_history
 from ..partitioner import partition_for
 from ..records import NO_POSITION, Position, Record, TopicPartition
 from .checkpoint import Checkpointer
@@ -199,7 +200,9 @@ class FileProducer:
         removed = 0
         for tp, writer in self._writers.items():
             meta = read_meta(self._log.root, tp.topic)
-            if not (settings.compact_all_topics or (meta is not None and meta.compacted)):
+            if meta is not None and meta.compacted:
+                pass
+            elif not settings.compact_all_topics or keeps_history(tp.topic):
                 continue
             removed += compact_partition(writer.directory, tp.topic, tp.partition,
                                          delete_retention_ms=settings.delete_retention_ms,
@@ -210,7 +213,7 @@ class FileProducer:
         """Apply the log's retention to the partitions written (all of them, or the next
         ``max_partitions`` in turn); segments removed."""
         settings = self._log.settings
-        writers = list(self._writers.values())
+        writers = [w for tp, w in self._writers.items() if not keeps_history(tp.topic)]
         if max_partitions is None or max_partitions >= len(writers):
             self._next_retention = time.monotonic() + RETENTION_CHECK_S
             chosen = writers

@@ -16,10 +16,11 @@ from confluent_kafka.cimpl import NewTopic
 
 from cdc.errors import LogError
 
+from ..history import keeps_history
 from ..limits import DEFAULT_MAX_RECORD_BYTES
 from ..records import GroupLag, PartitionInfo
 from .retry import retrying
-from .settings import message_bytes, topic_config
+from .settings import HISTORY_CONFIG, message_bytes, topic_config
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,8 @@ class KafkaAdmin:
         missing = [t for t in wanted if t not in existing]
         for batch in _batches(missing):
             futures = self._client.create_topics(
-                [NewTopic(t, count, -1, config=topic_config(self.max_record_bytes))
+                [NewTopic(t, count, -1, config=topic_config(self.max_record_bytes,
+                                                            history=keeps_history(t)))
                  for t in batch], request_timeout=TIMEOUT_S)
             for topic, future in futures.items():
                 try:
@@ -73,6 +75,7 @@ class KafkaAdmin:
                 self._counts[topic] = count
             self._await_leaders(batch)
         self.raise_limits(sorted(existing))
+        self.keep_history(sorted(t for t in existing if keeps_history(t)))
         self._counts.update(existing)
 
     def _await_leaders(self, topics: Sequence[str]) -> None:
@@ -134,6 +137,23 @@ class KafkaAdmin:
                 else:
                     log.info("raised max.message.bytes of topic %s to %d (log.max_record_"
                              "bytes)", resource.name, needed, extra={"topic": resource.name})
+
+    def keep_history(self, topics: Sequence[str]) -> None:
+        """Set history topics created elsewhere (or by an older version) to keep their
+        records forever; a refusal is logged (the records may expire: fix it by hand)."""
+        entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+                   for name, value in HISTORY_CONFIG.items()]
+        for batch in _batches(topics):
+            futures = self._client.incremental_alter_configs(
+                [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries)
+                 for t in batch], request_timeout=TIMEOUT_S)
+            for resource, future in futures.items():
+                try:
+                    future.result(TIMEOUT_S)
+                except KafkaException as exc:
+                    log.warning("cannot make topic %s keep its records forever (set "
+                                "retention.ms=-1 and retention.bytes=-1 on it): %s",
+                                resource.name, exc, extra={"topic": resource.name})
 
     def broker_limit(self) -> int | None:
         """The broker's ``message.max.bytes`` (the default of topics created elsewhere)."""

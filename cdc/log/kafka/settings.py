@@ -36,6 +36,12 @@ def consumer_config(max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[st
     return {"fetch.max.bytes": fetch, "receive.message.max.bytes": fetch + FRAMING_BYTES}
 
 
-def topic_config(max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> dict[str, str]:
-    """Settings of every topic the backend creates."""
-    return {"max.message.bytes": str(message_bytes(max_record_bytes))}
+HISTORY_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1"}
+"""What a history topic (``cdc.log.history``) is created with: kept forever."""
+
+
+def topic_config(max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, *,
+                 history: bool = False) -> dict[str, str]:
+    """Settings of a topic the backend creates (``history``: one kept forever)."""
+    config = {"max.message.bytes": str(message_bytes(max_record_bytes))}
+    return {**config, **HISTORY_CONFIG} if history else config

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.log import Position, Record
+from cdc.log.history import keeps_history
 from cdc.log.kafka.settings import (
     consumer_config,
     message_bytes,
@@ -44,3 +45,11 @@ def test_the_too_large_error_is_one_line_with_what_to_raise() -> None:
         assert part in text, part
     long_key = RecordTooLargeError(record._replace(key=b"k" * 5000), 10_000, 4096)
     assert len(str(long_key)) < 800, "a huge key is shortened"
+
+
+def test_history_topics_are_created_to_keep_their_records_forever() -> None:
+    assert keeps_history("app._schemas") and keeps_history("app._snapshots")
+    assert not keeps_history("app.public._schemas_of_mine") and not keeps_history("app._ddl")
+    config = topic_config(history=True)
+    assert config["retention.ms"] == "-1" and config["retention.bytes"] == "-1"
+    assert "retention.ms" not in topic_config()

@@ -80,3 +80,27 @@ def test_block_policy_reports_excess_lag(log_dir: Path) -> None:
     assert not log.blocking_lag_exceeded()
     consumer.close()
     log.close()
+
+
+def test_history_topics_outlive_retention_and_log_wide_compaction(log_dir: Path) -> None:
+    settings = FileLogSettings(default_partitions=1, segment_bytes=3_000,
+                               retention_bytes=10_000, compact_all_topics=True,
+                               min_dirty_ratio=0.0)
+    log = FileLog(log_dir, settings)
+    history = "app._schemas"
+    for start in range(0, 1_000, 50):
+        # the same key over and over: compaction would keep only the last one
+        log.producer().append([r._replace(topic=history, key=b'{"id":1}')
+                               for r in records(range(start, start + 50))])
+        log.producer().append(records(range(start, start + 50)))
+    assert log.producer().enforce_retention() > 0, "the ordinary topic lost segments"
+    log.producer().compact(min_dirty_ratio=0.0)
+    info = log.admin().partitions(history)[0]
+    assert (info.start_offset, info.end_offset) == (0, 1_000)
+    consumer = log.consumer("history", topics=[history], start=StartAt.earliest())
+    seen = 0
+    while batch := consumer.poll(500, timeout=0.3):
+        seen += len(batch)
+    assert seen == 1_000, "every record of the history topic is still there"
+    consumer.close()
+    log.close()
