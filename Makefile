@@ -7,7 +7,7 @@ CHAOS_ARGS ?=
 BACKEND ?= file
 FUZZ_SECONDS ?= 60
 
-.PHONY: setup demo test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
+.PHONY: setup demo test native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -27,10 +27,16 @@ unit: setup
 integration: setup
 	$(BIN)/pytest tests/integration -q $(PYTEST_ARGS)
 
-test: setup
+test: setup native-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest tests -q $(PYTEST_ARGS)
+
+# The native core's Rust unit tests and clippy (target/ is reused between runs).
+native-test: setup
+	cd native && PATH="$$PATH:$$HOME/.cargo/bin" PYO3_PYTHON="$(CURDIR)/$(BIN)/python" \
+	  sh -c 'cargo test --quiet && if cargo clippy --version >/dev/null 2>&1; then \
+	    cargo clippy --quiet --all-targets -- -D warnings; else echo "clippy not installed: skipped"; fi'
 
 bench-log: setup
 	$(BIN)/python -m bench.log_append

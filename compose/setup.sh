@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up of a fresh machine: Debian packages, .venv, jars. `make setup` runs it.
+# Idempotent set-up of a fresh machine: Debian packages, .venv, the native core, jars.
+# `make setup` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ have redis-server || need_pkgs+=(redis-server)
 have java || need_pkgs+=(openjdk-17-jdk-headless)
 have mvn || need_pkgs+=(maven)
 have chromium || need_pkgs+=(chromium)  # the status page test drives it headless
+have cc || need_pkgs+=(gcc)  # the linker the native core's Rust build calls
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_pkgs[*]}"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
@@ -30,6 +32,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[all,dev]'
   touch "$stamp"
 fi
+
+bash compose/setup_native.sh
 
 .venv/bin/python -m compose.launcher.fetch_jars
 echo "setup: ok"

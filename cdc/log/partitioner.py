@@ -1,17 +1,24 @@
 """Key → partition, with the function Kafka's default Java partitioner uses (murmur2),
-so a key lands in the same partition number on the file and the Kafka backends."""
+so a key lands in the same partition number on the file and the Kafka backends.
+
+``murmur2`` and ``partition_for`` run in the native core (``cdc.native``) when it is
+installed; the ``*_reference`` functions here define them.
+"""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from functools import lru_cache
+
+from ..native import CORE
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
+def murmur2_reference(data: bytes) -> int:
     """Kafka's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
     length = len(data)
     h = (_SEED ^ length) & _MASK
@@ -35,9 +42,18 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def partition_for(key: bytes, partitions: int) -> int:
+def partition_for_reference(key: bytes, partitions: int) -> int:
     """``toPositive(murmur2(key)) % partitions``, as Kafka's ``BuiltInPartitioner``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return (murmur2_reference(key) & 0x7FFFFFFF) % partitions
+
+
+murmur2: Callable[[bytes], int] = murmur2_reference
+"""Kafka's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
+partition_for: Callable[[bytes, int], int] = partition_for_reference
+"""``toPositive(murmur2(key)) % partitions``, as Kafka's ``BuiltInPartitioner``."""
+if CORE is not None:
+    murmur2 = CORE.murmur2
+    partition_for = CORE.partition_for
 
 
 @lru_cache(maxsize=256)

@@ -7,14 +7,25 @@
 final ``}``. Fields always come in this order, so a reader finds key and value by
 position (``kl`` is the key's length in bytes) without parsing the JSON; Spark reads
 the same files with its JSON reader and an explicit schema.
+
+The hot paths take whole batches: ``encode_batch`` (a partition's records → the bytes to
+append and their sparse-index entries) and ``decode_lines`` (a chunk of a segment → its
+records). Both run in the native core (``cdc.native``) when it is installed; the
+``*_reference`` functions here are the readable definition it is tested against.
 """
 
 from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..records import Message, Position
+from ...native import CORE
+from ..records import Message, Position, Record
+
+if TYPE_CHECKING:
+    from ...native import EncodedBatch, RawLineBatch
 
 _HEAD = b'{"crc":"'
 _BODY_START = len(_HEAD) + 10  # 8 hex digits, then '",'
@@ -27,7 +38,12 @@ _crc32 = zlib.crc32
 
 
 class RecordFormatError(ValueError):
-    """A line is not a valid record; ``reason`` says why."""
+    """A line is not a valid record; ``str(error)`` says why. ``position`` is where the
+    line starts in the chunk when ``decode_lines`` found it (else None)."""
+
+    def __init__(self, reason: str, position: int | None = None) -> None:
+        super().__init__(reason)
+        self.position = position
 
 
 def encode_record(offset: int, timestamp_ms: int, position: Position, tombstone: bool,
@@ -61,3 +77,87 @@ def peek_offset(line: bytes) -> int:
     start = _BODY_START + len(b'"offset":')
     end = line.index(b",", start)
     return int(line[start:end])
+
+
+# -- whole batches ---------------------------------------------------------------------
+def encode_batch_reference(records: Sequence[Record], first_offset: int, now_ms: int,
+                           size: int, last_indexed: int, index_interval: int) -> EncodedBatch:
+    """The lines of ``records`` numbered from ``first_offset``, the first written at byte
+    ``size`` of the segment, and the sparse-index entries ``(offset, byte position)`` due:
+    one for each line starting ``index_interval`` or more bytes after the last indexed one.
+    Returns ``(lines, index_entries, last_indexed)``. A record without a timestamp gets
+    ``now_ms``."""
+    lines = []
+    entries = []
+    position = size
+    offset = first_offset
+    for record in records:
+        if position - last_indexed >= index_interval:
+            entries.append((offset, position))
+            last_indexed = position
+        line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
+                             record.tombstone, record.key, record.value)
+        lines.append(line)
+        position += len(line)
+        offset += 1
+    return b"".join(lines), entries, last_indexed
+
+
+def decode_lines_reference(chunk: bytes, start: int, limit: int, topic: str, partition: int,
+                           next_offset: int, skipping: bool) -> RawLineBatch:
+    """Decode the complete lines of ``chunk`` from byte ``start``: at most ``limit``
+    records at or after ``next_offset``. While ``skipping`` (after a seek) records below
+    it are passed over; otherwise an offset that does not grow is an error, as is a line
+    ``decode_record`` refuses. Returns ``(messages, end, next_offset, skipping, error)``:
+    ``end`` is where the first line not consumed starts; ``error`` is None or
+    ``(reason, position of the bad line)``, and then ``end`` is that position."""
+    out: list[Message] = []
+    while len(out) < limit:
+        newline = chunk.find(b"\n", start)
+        if newline < 0:
+            break
+        try:
+            message = decode_record(chunk[start:newline], topic, partition)
+        except RecordFormatError as exc:
+            return out, start, next_offset, skipping, (str(exc), start)
+        if message.offset >= next_offset:
+            skipping = False
+            out.append(message)
+            next_offset = message.offset + 1
+        elif not skipping:
+            return (out, start, next_offset, skipping,
+                    (f"offset {message.offset} repeats or goes backwards", start))
+        start = newline + 1
+    return out, start, next_offset, skipping, None
+
+
+class LineBatch(NamedTuple):
+    """What ``decode_lines`` found: the records kept, where the first line not consumed
+    starts (``end``), the cursor's new ``next_offset`` and ``skipping``, and the bad line
+    at ``end`` that stopped it, if one did."""
+
+    messages: list[Message]
+    end: int
+    next_offset: int
+    skipping: bool
+    error: RecordFormatError | None
+
+
+_encode_batch = CORE.encode_batch if CORE is not None else encode_batch_reference
+_decode_lines = CORE.decode_lines if CORE is not None else decode_lines_reference
+
+
+def encode_batch(records: Sequence[Record], first_offset: int, now_ms: int, size: int,
+                 last_indexed: int, index_interval: int) -> EncodedBatch:
+    """``encode_batch_reference``, in the native core when it is installed."""
+    return _encode_batch(records, first_offset, now_ms, size, last_indexed, index_interval)
+
+
+def decode_lines(chunk: bytes, start: int, limit: int, topic: str, partition: int,
+                 next_offset: int, skipping: bool) -> LineBatch:
+    """``decode_lines_reference`` (native when installed), its error as a
+    ``RecordFormatError`` carrying the bad line's ``position``."""
+    messages, end, next_offset, skipping, error = _decode_lines(
+        chunk, start, limit, topic, partition, next_offset, skipping)
+    return LineBatch(messages, end, next_offset, skipping,
+                     None if error is None else RecordFormatError(*error))

@@ -13,7 +13,7 @@ from typing import BinaryIO
 from cdc.errors import LogCorruptionError
 
 from ..records import Message
-from .codec import RecordFormatError, decode_record
+from .codec import decode_lines
 from .handles import HandlePool
 from .segments import INDEX_SUFFIX, SparseIndex, list_segments, segment_for, segment_name
 from .topics import read_meta
@@ -42,7 +42,7 @@ class PartitionReader:
         self._file: BinaryIO | None = None
         self._base = -1        # segment of the cursor; -1: not located yet (after a seek)
         self._pos = 0          # byte position of the next unread line
-        self._partial = b""    # bytes after _pos already read that hold no full line
+        self._partial = b""    # bytes after _pos, last read, that hold no full line
         self._skipping = False  # after a seek: records below next_offset are skipped
 
     def seek(self, offset: int) -> None:
@@ -93,35 +93,26 @@ class PartitionReader:
 
     def _read_lines(self, limit: int) -> list[Message]:
         assert self._file is not None
-        self._file.seek(self._pos + len(self._partial))
-        parts = [self._partial]
+        # from the start of the unread line: an incomplete line is read again, whole,
+        # which costs less than joining it to the next chunk
+        self._file.seek(self._pos)
+        parts = []
         while True:  # a record longer than READ_CHUNK is read whole in one call
             data = self._file.read(READ_CHUNK)
             parts.append(data)
             if not data or b"\n" in data:
                 break
-        chunk = b"".join(parts)
-        out: list[Message] = []
-        start = 0
-        while len(out) < limit:
-            newline = chunk.find(b"\n", start)
-            if newline < 0:
-                break
-            try:
-                message = decode_record(chunk[start:newline], self.topic, self.partition)
-            except RecordFormatError as exc:
-                raise self._corrupt(str(exc), self._pos + start) from None
-            if message.offset >= self.next_offset:
-                self._skipping = False
-                out.append(message)
-                self.next_offset = message.offset + 1
-            elif not self._skipping:
-                raise self._corrupt(f"offset {message.offset} repeats or goes backwards",
-                                    self._pos + start)
-            start = newline + 1
+        chunk = parts[0] if len(parts) == 1 else b"".join(parts)
+        # one call decodes every complete line (checksum, framing, growing offsets)
+        batch = decode_lines(chunk, 0, limit, self.topic, self.partition, self.next_offset,
+                             self._skipping)
+        self.next_offset, self._skipping = batch.next_offset, batch.skipping
+        if batch.error is not None:
+            raise self._corrupt(str(batch.error), self._pos + batch.end)
+        start = batch.end
         self._pos += start
         self._partial = chunk[start:] if chunk.find(b"\n", start) < 0 else b""
-        return out
+        return batch.messages
 
     def _advance_segment(self) -> bool:
         """At the end of the current segment, move on to the next one if there is one."""

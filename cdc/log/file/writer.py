@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..records import NO_POSITION, Position, Record
-from .codec import decode_record, encode_record
+from .codec import decode_record, encode_batch
 from .handles import HandlePool
 from .segments import (
     INDEX_ENTRY,
@@ -188,28 +188,18 @@ class PartitionWriter:
                 self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
             self._finish_segment()
             self._start_segment(self.next_offset)
-        first = offset = self.next_offset
-        lines = []
-        index_entries = []
-        position = self._size
-        for record in records:
-            line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
-                                 record.tombstone, record.key, record.value)
-            if position - self._last_indexed >= INDEX_INTERVAL_BYTES:
-                index_entries.append(INDEX_ENTRY.pack(offset, position))
-                self._last_indexed = position
-            lines.append(line)
-            position += len(line)
-            offset += 1
-        data = lines[0] if len(lines) == 1 else b"".join(lines)
+        first = self.next_offset
+        data, entries, self._last_indexed = encode_batch(
+            records, first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
+        index_entries = [INDEX_ENTRY.pack(offset, at) for offset, at in entries]
         if self.journaled:  # open, write, close: no file stays open, no pool to consult
             _append_once(self.segment_path, data)
             if index_entries:
                 _append_once(self._index_path, b"".join(index_entries), create=True)
         else:
             self._write_pooled(data, b"".join(index_entries), sync=sync)
-        self._size = position
-        self.next_offset = offset
+        self._size += len(data)
+        self.next_offset = first + len(records)
         if records and records[-1].position != NO_POSITION:
             self.last_position = max(self.last_position, records[-1].position)
         return first, data

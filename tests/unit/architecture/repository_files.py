@@ -9,7 +9,8 @@ from .import_rules import REPO
 
 IGNORED_DIRS = frozenset({".git", ".venv", ".cache", ".data", ".hypothesis", ".mypy_cache",
                           ".ruff_cache", ".pytest_cache", "__pycache__", "build", "dist",
-                          "spark-warehouse", "metastore_db", "node_modules"})
+                          "spark-warehouse", "metastore_db", "node_modules",
+                          "target"})  # native/target: cargo's build output
 TEXT_SUFFIXES = frozenset({".py", ".md", ".toml", ".yaml", ".yml", ".sh", ".xml", ".json",
                            ".txt", ".cfg", ".ini", ".sql", ".html", ".js", ".css", ".rs", ""})
 

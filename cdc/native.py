@@ -1,0 +1,57 @@
+"""The optional native core (Rust, in ``native/``): its interface and the switch.
+
+``make setup`` builds the module ``distributary_native`` into ``.venv``. Where it is
+installed, the hot paths use it (the log's record codec, murmur2); the Python functions
+beside each use stay the readable reference, held byte for byte to the same results by
+differential tests. ``DISTRIBUTARY_NATIVE=0`` uses the reference even when the module is
+installed; a plain ``pip install distributary`` has no native module and uses it too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
+
+if TYPE_CHECKING:  # the log imports this module: no import of it at run time
+    from .log.records import Message, Record
+
+    RawLineBatch: TypeAlias = tuple[list[Message], int, int, bool, tuple[str, int] | None]
+    """``decode_lines``: messages, end, next_offset, skipping, (reason, position) or None."""
+    EncodedBatch: TypeAlias = tuple[bytes, list[tuple[int, int]], int]
+    """``encode_batch``: the lines, the index entries ``(offset, byte)``, last indexed byte."""
+
+SWITCH = "DISTRIBUTARY_NATIVE"
+MODULE = "distributary_native"
+
+
+class NativeCore(Protocol):
+    """The functions ``distributary_native`` provides (see ``native/src/python/``)."""
+
+    def encode_batch(self, records: Sequence[Record], first_offset: int, now_ms: int,
+                     size: int, last_indexed: int, index_interval: int) -> EncodedBatch: ...
+
+    def decode_lines(self, chunk: bytes, start: int, limit: int, topic: str, partition: int,
+                     next_offset: int, skipping: bool) -> RawLineBatch: ...
+
+    def murmur2(self, data: bytes) -> int: ...
+
+    def partition_for(self, key: bytes, partitions: int) -> int: ...
+
+
+def import_core() -> NativeCore | None:
+    """The native module when it is installed (whatever the switch says), else None."""
+    try:
+        return cast(NativeCore, importlib.import_module(MODULE))
+    except ImportError:
+        return None
+
+
+def enabled() -> bool:
+    """False when ``DISTRIBUTARY_NATIVE=0`` asks for the Python reference."""
+    return os.environ.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+CORE: NativeCore | None = import_core() if enabled() else None
+"""The native core the hot paths use, or None: the Python reference is used."""

@@ -1,0 +1,22 @@
+//! The Python module `distributary_native`: batch entry points over `record` and
+//! `murmur2`. Nothing here panics on any input: bad input is a Python `TypeError`,
+//! `OverflowError` or `ValueError` naming the record (by index) and the field.
+
+mod bytes;
+mod decode;
+mod encode;
+mod ints;
+mod named_tuple;
+mod partition;
+mod untrack;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(encode::encode_batch, module)?)?;
+    module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(partition::murmur2, module)?)?;
+    module.add_function(wrap_pyfunction!(partition::partition_for, module)?)?;
+    Ok(())
+}
