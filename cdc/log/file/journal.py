@@ -33,6 +33,8 @@ from pathlib import Path
 
 from cdc.errors import LogError, TerminalError
 
+from .writer import fsync_dir
+
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "_journal"
@@ -162,15 +164,13 @@ def _cut_short(path: Path, position: int) -> None:
 class Journal:
     """The open journal: appends batches (durable on return) and rotates files."""
 
-    def __init__(self, root: Path, *, fsync_dir: bool = True) -> None:
+    def __init__(self, root: Path) -> None:
         self.directory = journal_dir(root)
         if not self.directory.is_dir():
             self.directory.mkdir()
-            if fsync_dir:
-                _fsync_directory(root)
+            fsync_dir(root)
         existing = journal_files(root)
         self._generation = int(existing[-1].name[:-len(SUFFIX)]) + 1 if existing else 0
-        self._fsync_dir = fsync_dir
         self._fd = -1
         self.path = self._open_next()
         self.bytes_written = 0
@@ -180,8 +180,7 @@ class Journal:
         path = self.directory / f"{self._generation:020d}{SUFFIX}"
         self._generation += 1
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if self._fsync_dir:
-            _fsync_directory(self.directory)
+        fsync_dir(self.directory)
         return path
 
     def write(self, parts: Sequence[tuple[bytes, int, int, bytes]]) -> None:
@@ -214,12 +213,5 @@ def discard(paths: Sequence[Path]) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
     if paths:
-        _fsync_directory(paths[0].parent)
+        fsync_dir(paths[0].parent)
 
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

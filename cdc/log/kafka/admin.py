@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException
@@ -122,27 +122,29 @@ class KafkaAdmin:
         """Raise ``max.message.bytes`` of topics that are below what the setting needs."""
         needed = message_bytes(self.max_record_bytes)
         low = [t for t, limit in self.topic_limits(topics).items() if limit < needed]
-        for batch in _batches(low):
-            entry = [ConfigEntry("max.message.bytes", str(needed),
-                                 incremental_operation=AlterConfigOpType.SET)]
-            futures = self._client.incremental_alter_configs(
-                [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entry)
-                 for t in batch], request_timeout=TIMEOUT_S)
-            for resource, future in futures.items():
-                try:
-                    future.result(TIMEOUT_S)
-                except KafkaException as exc:
-                    log.warning("cannot raise max.message.bytes of topic %s to %d: %s",
-                                resource.name, needed, exc, extra={"topic": resource.name})
-                else:
-                    log.info("raised max.message.bytes of topic %s to %d (log.max_record_"
-                             "bytes)", resource.name, needed, extra={"topic": resource.name})
+        for topic, error in self._set_configs(low, {"max.message.bytes": str(needed)}):
+            if error is None:
+                log.info("raised max.message.bytes of topic %s to %d (log.max_record_"
+                         "bytes)", topic, needed, extra={"topic": topic})
+            else:
+                log.warning("cannot raise max.message.bytes of topic %s to %d: %s",
+                            topic, needed, error, extra={"topic": topic})
 
     def keep_history(self, topics: Sequence[str]) -> None:
         """Set history topics created elsewhere (or by an older version) to keep their
         records forever; a refusal is logged (the records may expire: fix it by hand)."""
+        for topic, error in self._set_configs(topics, HISTORY_CONFIG):
+            if error is not None:
+                log.warning("cannot make topic %s keep its records forever (set "
+                            "retention.ms=-1 and retention.bytes=-1 on it): %s",
+                            topic, error, extra={"topic": topic})
+
+    def _set_configs(self, topics: Sequence[str], configs: dict[str, str]
+                     ) -> Iterator[tuple[str, KafkaException | None]]:
+        """Set ``configs`` on each of ``topics`` (one request per batch); yields each
+        topic with the error refusing it, or None."""
         entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-                   for name, value in HISTORY_CONFIG.items()]
+                   for name, value in configs.items()]
         for batch in _batches(topics):
             futures = self._client.incremental_alter_configs(
                 [ConfigResource(ResourceType.TOPIC, t, incremental_configs=entries)
@@ -151,9 +153,9 @@ class KafkaAdmin:
                 try:
                     future.result(TIMEOUT_S)
                 except KafkaException as exc:
-                    log.warning("cannot make topic %s keep its records forever (set "
-                                "retention.ms=-1 and retention.bytes=-1 on it): %s",
-                                resource.name, exc, extra={"topic": resource.name})
+                    yield resource.name, exc
+                else:
+                    yield resource.name, None
 
     def broker_limit(self) -> int | None:
         """The broker's ``message.max.bytes`` (the default of topics created elsewhere)."""
