@@ -7,10 +7,11 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
@@ -25,6 +26,8 @@ from .settings import HISTORY_CONFIG, message_bytes, topic_config
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
+_EARLIEST: Any = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+_LATEST: Any = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 TOPICS_PER_CALL = 250
 """Topics created (or checked) by one admin request."""
 
@@ -183,23 +186,37 @@ class KafkaAdmin:
         names = self._client.list_topics(timeout=TIMEOUT_S).topics
         return sorted(t for t in names if not t.startswith("__"))
 
-    def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
-        reader = Consumer({**self._config, "group.id": "distributary-admin"})
+    def _list_offsets(self, partitions: Iterable[tuple[str, int]],
+                      spec: Any) -> dict[tuple[str, int], int]:
+        """The earliest or latest offset of every partition, in one admin request."""
+        wanted = {KafkaTopicPartition(topic, p): spec for topic, p in sorted(set(partitions))}
+        if not wanted:
+            return {}
+
+        def request() -> dict[tuple[str, int], int]:
+            futures = self._client.list_offsets(wanted, request_timeout=TIMEOUT_S)
+            return {(tp.topic, tp.partition): int(future.result(TIMEOUT_S).offset)
+                    for tp, future in futures.items()}
         try:
-            low, high = retrying(lambda: reader.get_watermark_offsets(
-                KafkaTopicPartition(topic, partition), timeout=TIMEOUT_S))
-        finally:
-            reader.close()
-        return int(low), int(high)
+            return retrying(request)
+        except KafkaException as exc:
+            raise LogError(f"cannot list the offsets of {len(wanted)} partitions: "
+                           f"{exc}") from exc
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The high watermark of each of ``partitions`` (topic, partition), in one request."""
+        return self._list_offsets(partitions, _LATEST)
 
     def partitions(self, topic: str) -> list[PartitionInfo]:
         """Watermarks of each partition (size is not known to clients: reported as 0)."""
-        return [PartitionInfo(topic, p, *self._watermarks(topic, p), 0)
-                for p in range(self.partition_count(topic))]
+        keys = [(topic, p) for p in range(self.partition_count(topic))]
+        lows = self._list_offsets(keys, _EARLIEST)
+        highs = self.end_offsets(keys)
+        return [PartitionInfo(topic, p, lows[topic, p], highs[topic, p], 0) for _, p in keys]
 
     def end_offset(self, topic: str, partition: int) -> int:
         """The high watermark of one partition."""
-        return self._watermarks(topic, partition)[1]
+        return self.end_offsets([(topic, partition)])[topic, partition]
 
     def groups(self) -> list[str]:
         """Consumer groups known to the cluster."""
@@ -211,10 +228,32 @@ class KafkaAdmin:
         """Committed offsets of ``group`` and the lag behind each high watermark."""
         futures = self._client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
         listed = futures[group].result(TIMEOUT_S)
-        lags = []
-        for tp in listed.topic_partitions:
-            if tp.offset < 0:
-                continue
-            lags.append(GroupLag(group, tp.topic, tp.partition, tp.offset,
-                                 self.end_offset(tp.topic, tp.partition)))
-        return sorted(lags, key=lambda g: (g.topic, g.partition))
+        committed = {(tp.topic, tp.partition): int(tp.offset)
+                     for tp in listed.topic_partitions if tp.offset >= 0}
+        if not committed:
+            return []
+        existing = self._existing_counts(sorted({topic for topic, _ in committed}))
+        committed = {(topic, p): offset for (topic, p), offset in committed.items()
+                     if p < existing.get(topic, 0)}  # offsets of deleted topics linger
+        ends = self.end_offsets(committed)
+        return [GroupLag(group, topic, partition, offset, ends[topic, partition])
+                for (topic, partition), offset in sorted(committed.items())]
+
+    def create_compacted_topic(self, topic: str) -> None:
+        """Create ``topic`` with one partition and ``cleanup.policy=compact`` (the latest
+        record per key is kept) unless it exists."""
+        if topic in self._counts:
+            return
+        existing = self._existing_counts([topic])
+        if topic not in existing:
+            future = self._client.create_topics(
+                [NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})],
+                request_timeout=TIMEOUT_S)[topic]
+            try:
+                future.result(TIMEOUT_S)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise LogError(f"cannot create topic {topic!r}: {exc}") from exc
+            self._await_leaders([topic])
+            existing = self._existing_counts([topic]) or {topic: 1}
+        self._counts[topic] = existing[topic]

@@ -9,16 +9,19 @@ from ..limits import DEFAULT_MAX_RECORD_BYTES
 from ..records import Backpressure, BackpressurePolicy, Message, StartAt
 from .admin import KafkaAdmin
 from .consumer import KafkaConsumer
+from .policies import GroupPolicies
 from .producer import KafkaProducer
 from .reading import read_to_end
 from .settings import consumer_config
+from .topic_reader import KafkaTopicReader
 
 
 class KafkaLog:
     """Topics on Kafka; consumer groups are Kafka groups, offsets live in Kafka.
 
-    Backpressure ``block`` is enforced for groups whose consumers this process created
-    (``cdc run`` runs capture and connectors together); Kafka keeps no such policy.
+    A group's backpressure policy is kept on the cluster (``policies.POLICY_TOPIC``, a
+    compacted topic), so the capture holds back for a ``block`` group whose members run
+    in other processes or on other machines.
     """
 
     def __init__(self, bootstrap_servers: Sequence[str], *, default_partitions: int = 3,
@@ -29,7 +32,7 @@ class KafkaLog:
         self._admin = KafkaAdmin(self._config, default_partitions, max_record_bytes)
         self._fetch_config = consumer_config(max_record_bytes)
         self._producer: KafkaProducer | None = None
-        self._blocking: dict[str, int] = {}
+        self._policies = GroupPolicies(self._config, self._admin)
 
     def producer(self) -> KafkaProducer:
         """The producer (created on first call)."""
@@ -44,9 +47,10 @@ class KafkaLog:
     def consumer(self, group: str, *, topics: Sequence[str] = (), pattern: str | None = None,
                  start: StartAt | None = None,
                  backpressure: Backpressure | None = None) -> KafkaConsumer:
-        """A new member of Kafka consumer group ``group``."""
-        if backpressure is not None and backpressure.policy is BackpressurePolicy.BLOCK:
-            self._blocking[group] = backpressure.max_lag
+        """A new member of Kafka consumer group ``group``; a ``backpressure`` given is
+        recorded as the group's policy first (where every process sees it)."""
+        if backpressure is not None:
+            self._policies.publish(group, backpressure)
         return KafkaConsumer(self._config, group, topics=topics, pattern=pattern, start=start,
                              backpressure=backpressure, fetch_config=self._fetch_config)
 
@@ -59,13 +63,28 @@ class KafkaLog:
         """Topics, watermarks and group offsets."""
         return self._admin
 
+    def topic_reader(self, topic: str, *,
+                     partitions: list[int] | None = None) -> KafkaTopicReader:
+        """Cursors on ``topic`` outside any group (``cdc log dump``/``tail``); KeyError
+        when the topic (or a partition) does not exist. The caller closes it."""
+        return KafkaTopicReader({**self._config, **self._fetch_config}, self._admin, topic,
+                                partitions=partitions)
+
     def blocking_lag_exceeded(self) -> bool:
-        """True when a ``block`` group of this process lags beyond its bound."""
-        return any(lag.lag > bound for group, bound in self._blocking.items()
-                   for lag in self._admin.group_lag(group))
+        """True when a group whose recorded policy is ``block`` (by a member in any
+        process) lags beyond its bound on a partition. Once this log has a producer (the
+        capture's), only the topics it wrote count: other pipelines may share the cluster,
+        and a topic the capture does not write cannot fall further behind because of it."""
+        blocking = {group: policy.max_lag for group, policy in self._policies.current().items()
+                    if policy.policy is BackpressurePolicy.BLOCK}
+        written = self._producer.topics if self._producer is not None else None
+        return any(lag.lag > bound for group, bound in blocking.items()
+                   for lag in self._admin.group_lag(group)
+                   if written is None or lag.topic in written)
 
     def close(self) -> None:
-        """Flush the producer."""
+        """Flush the producer; close the clients."""
         if self._producer is not None:
             self._producer.close()
             self._producer = None
+        self._policies.close()

@@ -35,6 +35,8 @@ class KafkaProducer:
         self._errors: list[str] = []
         self._too_large: list[RecordTooLargeError] = []
         self._tails: TailReader | None = None
+        self.topics: set[str] = set()
+        """Every topic this producer appended to (the capture's, for ``block`` checks)."""
 
     def _delivery_report(self, record: Record) -> Any:
         def delivered(error: Any, message: Any) -> None:
@@ -60,7 +62,9 @@ class KafkaProducer:
         self._too_large.clear()
         for record in records:
             self._check_size(record)
-        self._admin.create_topics(sorted({r.topic for r in records}))
+        topics = {r.topic for r in records}
+        self._admin.create_topics(sorted(topics))
+        self.topics |= topics
         for record in records:
             count = self._admin.partition_count(record.topic, create=True)
             partition = (record.partition if record.partition is not None
