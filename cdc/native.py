@@ -1,10 +1,11 @@
 """The optional native core (Rust, in ``native/``): its interface and the switch.
 
 ``make setup`` builds the module ``distributary_native`` into ``.venv``. Where it is
-installed, the hot paths use it (the log's record codec, murmur2); the Python functions
-beside each use stay the readable reference, held byte for byte to the same results by
-differential tests. ``DISTRIBUTARY_NATIVE=0`` uses the reference even when the module is
-installed; a plain ``pip install distributary`` has no native module and uses it too.
+installed, the hot paths use it (the log's record codec, murmur2, the snapshot's COPY
+rows into events); the Python functions beside each use stay the readable reference,
+held byte for byte to the same results by differential tests. ``DISTRIBUTARY_NATIVE=0``
+uses the reference even when the module is installed; a plain ``pip install
+distributary`` has no native module and uses it too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ class NativeCore(Protocol):
     def partition_for(self, key: bytes, partitions: int) -> int: ...
 
 
+class SnapshotCore(Protocol):
+    """The snapshot functions of ``distributary_native`` (``native/src/python/snapshot.rs``):
+    a table's ``SnapshotPlan`` and ``snapshot_rows`` over a chunk of COPY text rows."""
+
+    def SnapshotPlan(self, kinds: Sequence[int], names: Sequence[str],
+                     key_indexes: Sequence[int], schema_version: int) -> object: ...
+
+    def snapshot_rows(self, chunk: bytes, plan: object,
+                      source: tuple[bytes, bytes] | None = None,
+                      first_seq: int = 0) -> list[tuple[bytes, bytes] | bytes]: ...
+
+    def snapshot_records(self, chunk: bytes, plan: object, topic: str, lsn: int,
+                         source: tuple[bytes, bytes], first_seq: int
+                         ) -> tuple[list[Record | None], list[tuple[int, bytes]]]: ...
+
+
 def import_core() -> NativeCore | None:
     """The native module when it is installed (whatever the switch says), else None."""
     try:
@@ -55,3 +72,12 @@ def enabled() -> bool:
 
 CORE: NativeCore | None = import_core() if enabled() else None
 """The native core the hot paths use, or None: the Python reference is used."""
+
+
+def snapshot_core() -> SnapshotCore | None:
+    """The snapshot functions when the switch allows and the installed module has them
+    (a module built before they existed has not), else None."""
+    core = CORE if enabled() else None
+    if core is None or not hasattr(core, "snapshot_rows"):
+        return None
+    return cast(SnapshotCore, core)

@@ -19,7 +19,9 @@ At a table's turn (``TableCheck``, one round trip, under its ACCESS SHARE lock):
   recorded as a new schema version; the snapshot's rows are read with the current
   columns (an added column holds its default, a dropped one is left out).
 
-Rows are numbered ``(consistent_point, seq)`` and appended in batches that may hold many
+Rows are read in chunks of COPY text and converted by the native core where it can
+(``snapshot_native``; ``DISTRIBUTARY_NATIVE=0``: by ``read_event`` row by row). Rows are
+numbered ``(consistent_point, seq)`` and appended in batches that may hold many
 small tables; a table is reported read (``on_tables_read``) only after its last rows are
 durable.
 """
@@ -49,7 +51,8 @@ from .events import CommitInfo, TableShape, complete, read_event, truncate_event
 from .lsn import format_lsn
 from .shapes import ShapeRegistry
 from .snapshot_catalog import CatalogTable, TableCheck, catalog_tables
-from .snapshot_copy import BATCH_ROWS, copy_batches
+from .snapshot_copy import BATCH_ROWS, copy_batches, copy_chunks
+from .snapshot_native import CopyChunk, NativeTable
 from .snapshot_progress import SnapshotProgress
 
 log = logging.getLogger(__name__)
@@ -99,10 +102,26 @@ class _SnapshotWriter:
         self._events([truncate_event(shape, False, False, self.commit.commit_lsn)])
         self.truncates += 1
 
-    def rows(self, shape: TableShape, rows: list[list[str | None]]) -> None:
-        """Rows of ``shape``'s table, as COPY text values."""
+    def rows(self, shape: TableShape, rows: list[list[str | None]] | CopyChunk) -> None:
+        """Rows of ``shape``'s table, as COPY text values, or a chunk of COPY text lines
+        for the native core."""
+        if isinstance(rows, CopyChunk):
+            self._chunk(rows)
+            return
         lsn = self.commit.commit_lsn
         self._events([read_event(shape, values, lsn) for values in rows])
+
+    def _chunk(self, chunk: CopyChunk) -> None:
+        with self._lock:
+            records = chunk.table.records(chunk.data, self.commit, self.seq)
+            self.seq += len(records)
+            rest = records
+            while rest:  # appended BATCH_ROWS at a time, as the text rows are
+                room = max(1, BATCH_ROWS - len(self._buffer))
+                self._buffer.extend(rest[:room])
+                rest = rest[room:]
+                if len(self._buffer) >= BATCH_ROWS:
+                    self._flush()
 
     def _events(self, events: Sequence[Any]) -> None:
         with self._lock:
@@ -223,9 +242,15 @@ def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTa
         query = sql.SQL("SELECT {} FROM {}").format(
             sql.SQL(", ").join(sql.Identifier(c) for c in shape.columns),
             sql.Identifier(schema, table))
-        for batch in copy_batches(conn, query):
-            reading.writer.rows(shape, batch)
-            reading.progress.advance(name, len(batch))
+        native = NativeTable.of(shape)
+        if native is not None:
+            for data in copy_chunks(conn, query):
+                reading.writer.rows(shape, CopyChunk(native, data))
+                reading.progress.advance(name, data.count(b"\n"))
+        else:
+            for batch in copy_batches(conn, query):
+                reading.writer.rows(shape, batch)
+                reading.progress.advance(name, len(batch))
     reading.progress.finish(name)
     reading.note("read", name)
     reading.writer.table_done(name)

@@ -6,10 +6,15 @@
 //! records to append, a chunk of a segment to read) so Python pays one call per batch.
 //! The Python implementations in `cdc/` stay the reference; the differential tests in
 //! `tests/unit/log/` hold both to the same bytes and the same errors.
+//!
+//! `snapshot` turns a chunk of the initial snapshot's `COPY … TO STDOUT` text rows into
+//! their events (`tests/unit/capture/test_native_snapshot.py` holds it to
+//! `cdc.capture.events.read_event`).
 #![deny(unsafe_code)]
 
 pub mod murmur2;
 pub mod record;
+pub mod snapshot;
 
 #[cfg(feature = "python")]
 mod python;

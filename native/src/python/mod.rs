@@ -8,6 +8,7 @@ mod encode;
 mod ints;
 mod named_tuple;
 mod partition;
+mod snapshot;
 mod untrack;
 
 use pyo3::prelude::*;
@@ -18,5 +19,8 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;
     module.add_function(wrap_pyfunction!(partition::murmur2, module)?)?;
     module.add_function(wrap_pyfunction!(partition::partition_for, module)?)?;
+    module.add_function(wrap_pyfunction!(snapshot::snapshot_rows, module)?)?;
+    module.add_function(wrap_pyfunction!(snapshot::snapshot_records, module)?)?;
+    module.add_class::<snapshot::SnapshotPlan>()?;
     Ok(())
 }

@@ -1,0 +1,211 @@
+//! Snapshot rows: `COPY … TO STDOUT` text rows straight into `r` events, as
+//! `cdc/capture/snapshot_copy.py` (parsing) and `cdc.capture.events.read_event` (the
+//! event) do, one call per chunk of rows.
+//!
+//! A row this module cannot turn into exactly the reference's bytes (a value its codec
+//! here does not handle, bytes that are not UTF-8, a field count that is not the
+//! table's) is handed back as its raw line: Python builds that event.
+
+pub mod json;
+pub mod json_value;
+pub mod values;
+
+#[cfg(test)]
+mod tests;
+
+use values::{push_value, Kind};
+
+/// What converting a table's rows needs: its columns, their codecs, its key columns.
+#[derive(Debug)]
+pub struct Plan {
+    kinds: Vec<Kind>,
+    /// Each column's name as JSON followed by `:`.
+    names: Vec<Vec<u8>>,
+    key_indexes: Vec<usize>,
+    /// `{"op":"r","key":`
+    head: Vec<u8>,
+    /// `,"unchanged":[],"schema_version":N`
+    tail: Vec<u8>,
+}
+
+impl Plan {
+    /// A plan, or an error naming what does not fit (an unknown kind code, a key index
+    /// out of range or repeated, no columns, more names than kinds).
+    pub fn new(
+        kinds: &[u8],
+        names: &[&str],
+        key_indexes: &[usize],
+        schema_version: i64,
+    ) -> Result<Plan, String> {
+        if kinds.is_empty() || kinds.len() != names.len() {
+            return Err(format!(
+                "a plan needs one kind per column name ({} kinds, {} names)",
+                kinds.len(),
+                names.len()
+            ));
+        }
+        let kinds = kinds
+            .iter()
+            .map(|&code| Kind::from_code(code).ok_or(format!("unknown codec kind {code}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, &index) in key_indexes.iter().enumerate() {
+            if index >= kinds.len() || key_indexes[..i].contains(&index) {
+                return Err(format!("key index {index} is out of range or repeated"));
+            }
+        }
+        let names = names
+            .iter()
+            .map(|name| {
+                let mut out = Vec::with_capacity(name.len() + 3);
+                json::push_string(&mut out, name.as_bytes());
+                out.push(b':');
+                out
+            })
+            .collect();
+        Ok(Plan {
+            kinds,
+            names,
+            key_indexes: key_indexes.to_vec(),
+            head: b"{\"op\":\"r\",\"key\":".to_vec(),
+            tail: format!(",\"unchanged\":[],\"schema_version\":{schema_version}").into_bytes(),
+        })
+    }
+}
+
+/// One row's result.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Row {
+    /// The key's JSON and the event: its body, then the source block when one was given.
+    Event { key: Vec<u8>, value: Vec<u8> },
+    /// The row's raw line (without its newline), for Python to convert.
+    Fallback(std::ops::Range<usize>),
+}
+
+/// The source block to end each event with: `prefix`, the row's sequence number, then
+/// `suffix` (`complete` in `cdc/capture/events.py`); without one, the body ends with `}`.
+pub struct Source<'a> {
+    pub prefix: &'a [u8],
+    pub suffix: &'a [u8],
+    pub first_seq: u64,
+}
+
+/// Buffers reused from row to row.
+#[derive(Default)]
+struct Scratch {
+    /// The row's `after` object.
+    after: Vec<u8>,
+    /// Where each column's value is in `after`.
+    spans: Vec<std::ops::Range<usize>>,
+    /// A value with its COPY escapes undone.
+    text: Vec<u8>,
+}
+
+/// The rows of `chunk` (COPY text lines, each ending with `\n`; a last line without one
+/// counts as a row too), in order.
+pub fn convert_chunk(chunk: &[u8], plan: &Plan, source: Option<&Source<'_>>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut scratch = Scratch::default();
+    let mut start = 0;
+    while start < chunk.len() {
+        let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |i| start + i);
+        let seq = source.map(|s| s.first_seq.saturating_add(rows.len() as u64));
+        let row = convert_line(&chunk[start..end], plan, source.zip(seq), &mut scratch)
+            .unwrap_or(Row::Fallback(start..end));
+        rows.push(row);
+        start = end + 1;
+    }
+    rows
+}
+
+fn convert_line(
+    line: &[u8],
+    plan: &Plan,
+    source: Option<(&Source<'_>, u64)>,
+    scratch: &mut Scratch,
+) -> Option<Row> {
+    std::str::from_utf8(line).ok()?;
+    let Scratch { after, spans, text } = scratch;
+    after.clear();
+    spans.clear();
+    after.push(b'{');
+    for (index, raw) in line.split(|&b| b == b'\t').enumerate() {
+        let kind = *plan.kinds.get(index)?;
+        if index > 0 {
+            after.push(b',');
+        }
+        after.extend_from_slice(&plan.names[index]);
+        let begin = after.len();
+        if raw == b"\\N" {
+            after.extend_from_slice(b"null");
+        } else if raw.contains(&b'\\') {
+            unescape(raw, text);
+            if !push_value(after, kind, text) {
+                return None;
+            }
+        } else if !push_value(after, kind, raw) {
+            return None;
+        }
+        spans.push(begin..after.len());
+    }
+    if spans.len() != plan.kinds.len() {
+        return None;
+    }
+    after.push(b'}');
+    let key_len: usize = plan
+        .key_indexes
+        .iter()
+        .map(|&i| plan.names[i].len() + spans[i].len() + 1)
+        .sum();
+    let mut key = Vec::with_capacity(key_len + 2);
+    key.push(b'{');
+    for (i, &index) in plan.key_indexes.iter().enumerate() {
+        if i > 0 {
+            key.push(b',');
+        }
+        key.extend_from_slice(&plan.names[index]);
+        key.extend_from_slice(&after[spans[index].clone()]);
+    }
+    key.push(b'}');
+    let source_len = source.map_or(1, |(s, _)| s.prefix.len() + s.suffix.len() + 20);
+    let mut value = Vec::with_capacity(
+        plan.head.len() + key.len() + after.len() + plan.tail.len() + source_len + 24,
+    );
+    value.extend_from_slice(&plan.head);
+    value.extend_from_slice(&key);
+    value.extend_from_slice(b",\"before\":null,\"after\":");
+    value.extend_from_slice(after);
+    value.extend_from_slice(&plan.tail);
+    match source {
+        Some((source, seq)) => {
+            value.extend_from_slice(source.prefix);
+            json::push_u64(&mut value, seq);
+            value.extend_from_slice(source.suffix);
+        }
+        None => value.push(b'}'),
+    }
+    Some(Row::Event { key, value })
+}
+
+/// COPY's text escapes, as `snapshot_copy._copy_field`: `\b \f \n \r \t \v` are those
+/// characters, a backslash before any other character stands for that character, and a
+/// backslash that ends the field stays.
+fn unescape(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut bytes = raw.iter();
+    while let Some(&byte) = bytes.next() {
+        if byte != b'\\' {
+            out.push(byte);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'b') => out.push(0x08),
+            Some(b'f') => out.push(0x0c),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'r') => out.push(b'\r'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'v') => out.push(0x0b),
+            Some(&other) => out.push(other),
+            None => out.push(b'\\'),
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The value codecs of `cdc/capture/codecs/` for the common type families, writing the
+//! JSON value orjson writes for the codec's result. Each returns false for a text it does
+//! not handle exactly as the Python codec does (BC dates, offsets other than `+00`,
+//! out-of-range numbers, …): the row then goes through the Python reference.
+
+use super::json::{push_float, push_string, push_string_parts, push_u64};
+
+/// Which Python codec a column uses (the numbers are `cdc/capture/snapshot_native.py`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `decode_text`: the text as a JSON string.
+    Text,
+    /// `decode_int`: a JSON integer.
+    Int,
+    /// `decode_bool`: `t`/`f`.
+    Bool,
+    /// `decode_float`: a JSON number, or the strings `NaN`, `Infinity`, `-Infinity`.
+    Float,
+    /// `decode_numeric`: the text as a JSON string.
+    Numeric,
+    /// `decode_date`.
+    Date,
+    /// `decode_timestamp`.
+    Timestamp,
+    /// `decode_timestamptz` (the capture's sessions use `TimeZone=UTC`: `+00`).
+    Timestamptz,
+    /// `decode_json` (json and jsonb).
+    Json,
+}
+
+impl Kind {
+    /// The kind numbered `code`, or None.
+    pub fn from_code(code: u8) -> Option<Kind> {
+        Some(match code {
+            0 => Kind::Text,
+            1 => Kind::Int,
+            2 => Kind::Bool,
+            3 => Kind::Float,
+            4 => Kind::Numeric,
+            5 => Kind::Date,
+            6 => Kind::Timestamp,
+            7 => Kind::Timestamptz,
+            8 => Kind::Json,
+            _ => return None,
+        })
+    }
+}
+
+/// Append the JSON of `text` (valid UTF-8, unescaped COPY text) decoded as `kind`;
+/// false (and `out` possibly longer: the caller truncates) when Python must decide.
+pub fn push_value(out: &mut Vec<u8>, kind: Kind, text: &[u8]) -> bool {
+    match kind {
+        Kind::Text | Kind::Numeric => {
+            push_string(out, text);
+            true
+        }
+        Kind::Int => push_int(out, text),
+        Kind::Bool => match text {
+            b"t" => {
+                out.extend_from_slice(b"true");
+                true
+            }
+            b"f" => {
+                out.extend_from_slice(b"false");
+                true
+            }
+            _ => false,
+        },
+        Kind::Float => push_float_text(out, text),
+        Kind::Date | Kind::Timestamp | Kind::Timestamptz => push_temporal(out, text, kind),
+        Kind::Json => super::json_value::push_json(out, text),
+    }
+}
+
+/// `int(text)` for `-?[0-9]+` within what orjson writes (a signed or unsigned 64-bit
+/// integer); other spellings Python accepts (`+1`, ` 1`, `1_0`) go to Python.
+fn push_int(out: &mut Vec<u8>, text: &[u8]) -> bool {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let mut magnitude: u128 = 0;
+    for &digit in digits {
+        magnitude = magnitude * 10 + u128::from(digit - b'0');
+    }
+    let negative = digits.len() != text.len();
+    if negative {
+        if magnitude > 1 << 63 {
+            return false;
+        }
+        if magnitude != 0 {
+            out.push(b'-');
+        }
+    } else if magnitude > u128::from(u64::MAX) {
+        return false;
+    }
+    // at most u64::MAX or 2^63 here
+    push_u64(out, u64::try_from(magnitude).unwrap_or(u64::MAX));
+    true
+}
+
+/// `decode_float`: float8/float4 output (`-?d+(.d+)?(e±d+)?`, `NaN`, `±Infinity`).
+fn push_float_text(out: &mut Vec<u8>, text: &[u8]) -> bool {
+    if matches!(text, b"NaN" | b"Infinity" | b"-Infinity") {
+        push_string(out, text);
+        return true;
+    }
+    if !plain_float(text) {
+        return false;
+    }
+    let Ok(value) = std::str::from_utf8(text).unwrap_or("x").parse::<f64>() else {
+        return false;
+    };
+    if !value.is_finite() {
+        return false; // 1e999: Python's codec refuses it
+    }
+    push_float(out, value);
+    true
+}
+
+/// `-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+fn plain_float(text: &[u8]) -> bool {
+    fn digits(text: &[u8], at: &mut usize) -> bool {
+        let start = *at;
+        while *at < text.len() && text[*at].is_ascii_digit() {
+            *at += 1;
+        }
+        *at > start
+    }
+    let mut at = usize::from(text.first() == Some(&b'-'));
+    if !digits(text, &mut at) {
+        return false;
+    }
+    if text.get(at) == Some(&b'.') {
+        at += 1;
+        if !digits(text, &mut at) {
+            return false;
+        }
+    }
+    if matches!(text.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(text.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        if !digits(text, &mut at) {
+            return false;
+        }
+    }
+    at == text.len()
+}
+
+/// The fast path of `decode_date`: `YYYY-MM-DD` unchanged.
+fn date_fast(text: &[u8]) -> Option<[&[u8]; 3]> {
+    (text.len() == 10 && text[4] == b'-' && text[7] == b'-').then_some([text, b"", b""])
+}
+
+/// The fast path of `decode_timestamp`: the space becomes `T`.
+fn timestamp_fast(text: &[u8]) -> Option<[&[u8]; 3]> {
+    (text.len() >= 19 && text[10] == b' ' && text[4] == b'-' && text[text.len() - 1] != b'C')
+        .then(|| [&text[..10], b"T", &text[11..]])
+}
+
+/// The fast path of `decode_timestamptz`: a `+00` offset becomes `Z`.
+fn timestamptz_fast(text: &[u8]) -> Option<[&[u8]; 3]> {
+    (text.len() >= 22 && text.ends_with(b"+00") && text[10] == b' ' && text[4] == b'-')
+        .then(|| [&text[..10], b"T", &text[11..text.len() - 3]])
+}
+
+/// A temporal value: its fast-path form (`timestamptz` adds the `Z`), `infinity` and
+/// `-infinity` unchanged, else Python (BC years, other offsets, other DateStyles).
+/// Non-ASCII text goes to Python too: the Python checks index characters, these bytes.
+fn push_temporal(out: &mut Vec<u8>, text: &[u8], kind: Kind) -> bool {
+    if !text.is_ascii() {
+        return false;
+    }
+    let fast = match kind {
+        Kind::Date => date_fast(text),
+        Kind::Timestamp => timestamp_fast(text),
+        _ => timestamptz_fast(text),
+    };
+    if let Some([a, b, c]) = fast {
+        let zone: &[u8] = if kind == Kind::Timestamptz { b"Z" } else { b"" };
+        push_string_parts(out, &[a, b, c, zone]);
+        return true;
+    }
+    if text == b"infinity" || text == b"-infinity" {
+        push_string(out, text);
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(kind: Kind, text: &str) -> Option<String> {
+        let mut out = Vec::new();
+        push_value(&mut out, kind, text.as_bytes()).then(|| String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn integers() {
+        assert_eq!(
+            value(Kind::Int, "-9223372036854775808").unwrap(),
+            "-9223372036854775808"
+        );
+        assert_eq!(
+            value(Kind::Int, "18446744073709551615").unwrap(),
+            "18446744073709551615"
+        );
+        assert_eq!(value(Kind::Int, "-0").unwrap(), "0");
+        assert_eq!(value(Kind::Int, "007").unwrap(), "7");
+        assert_eq!(value(Kind::Int, "18446744073709551616"), None);
+        assert_eq!(value(Kind::Int, "-9223372036854775809"), None);
+        assert_eq!(value(Kind::Int, "+1"), None);
+        assert_eq!(value(Kind::Int, ""), None);
+        assert_eq!(value(Kind::Int, "-"), None);
+    }
+
+    #[test]
+    fn floats_and_specials() {
+        assert_eq!(value(Kind::Float, "1.5").unwrap(), "1.5");
+        assert_eq!(value(Kind::Float, "1e+16").unwrap(), "1e+16");
+        assert_eq!(value(Kind::Float, "NaN").unwrap(), "\"NaN\"");
+        assert_eq!(value(Kind::Float, "-Infinity").unwrap(), "\"-Infinity\"");
+        assert_eq!(value(Kind::Float, "1e999"), None);
+        assert_eq!(value(Kind::Float, "inf"), None);
+        assert_eq!(value(Kind::Float, ".5"), None);
+    }
+
+    #[test]
+    fn temporal() {
+        assert_eq!(value(Kind::Date, "2024-03-15").unwrap(), "\"2024-03-15\"");
+        assert_eq!(value(Kind::Date, "0044-03-15 BC"), None);
+        assert_eq!(
+            value(Kind::Timestamp, "2024-03-15 12:00:00.5").unwrap(),
+            "\"2024-03-15T12:00:00.5\""
+        );
+        assert_eq!(value(Kind::Timestamp, "infinity").unwrap(), "\"infinity\"");
+        assert_eq!(
+            value(Kind::Timestamptz, "2024-03-15 12:00:00+00").unwrap(),
+            "\"2024-03-15T12:00:00Z\""
+        );
+        assert_eq!(value(Kind::Timestamptz, "2024-03-15 12:00:00+01"), None);
+        assert_eq!(value(Kind::Bool, "t").unwrap(), "true");
+        assert_eq!(value(Kind::Bool, "x"), None);
+    }
+}
