@@ -32,8 +32,10 @@ from .base import (
     LOOPBACK,
     LocalServer,
     ServerError,
+    _kill_group,
     cache_dir,
     free_port,
+    port_open,
     run_checked,
     wait_until,
 )
@@ -74,7 +76,11 @@ _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class OpenSearchServer(LocalServer):
-    """A single OpenSearch 2.19 node on a free loopback port; ``url`` is its HTTP address."""
+    """A single OpenSearch 2.19 node on a free loopback port; ``url`` is its HTTP address.
+
+    ``stop_process`` and ``start_again`` take it down and bring it back on the same ports
+    over the same data directory (its indices survive), to test outages.
+    """
 
     name = "opensearch"
 
@@ -85,16 +91,30 @@ class OpenSearchServer(LocalServer):
         self._heap = heap
         self._start_timeout = start_timeout
 
+    def stop_process(self) -> None:
+        """Stop the JVM (SIGTERM: the node closes cleanly), keeping ports and data."""
+        self._stop_gracefully()
+        for proc in self._procs:
+            _kill_group(proc)
+        self._procs.clear()
+        wait_until(lambda: not port_open(self.port), timeout=30, what="opensearch stop")
+
+    def start_again(self) -> None:
+        """Start the node again after ``stop_process``, over the data it left."""
+        self._start()
+
     def _start(self) -> None:
         jars = resolve_jars("opensearch")
         classes = _compiled_main(jars)
         home = self.workdir / "home"
         config = home / "node_1" / "config"  # the runner's layout for node 1
-        config.mkdir(parents=True)
-        (config / "opensearch.yml").write_text(_node_settings(transport_port=free_port()))
+        config.mkdir(parents=True, exist_ok=True)
+        settings = config / "opensearch.yml"
+        if not settings.exists():  # a restart keeps the transport port chosen first
+            settings.write_text(_node_settings(transport_port=free_port()))
         (config / "log4j2.properties").write_text(_LOG4J2)
         tmp = self.workdir / "tmp"
-        tmp.mkdir()
+        tmp.mkdir(exist_ok=True)
         classpath = os.pathsep.join([str(classes), *map(str, jars)])
         self._spawn([
             jdk_tool("java"), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
