@@ -7,7 +7,9 @@ CHAOS_ARGS ?=
 BACKEND ?= file
 FUZZ_SECONDS ?= 60
 
-.PHONY: setup demo test native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
+PG_VERSIONS ?= 13 14 15 16 17 18
+
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -31,6 +33,14 @@ test: setup native-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest tests -q $(PYTEST_ARGS)
+
+# The capture, codec, snapshot and schema-change integration tests on every PostgreSQL
+# major version (make test runs a smoke subset of them on the versions besides 15).
+test-matrix: setup
+	@for v in $(PG_VERSIONS); do echo "== PostgreSQL $$v"; \
+	  DISTRIBUTARY_TEST_PG_VERSION=$$v $(BIN)/pytest -q $(PYTEST_ARGS) tests/integration/capture \
+	    tests/integration/fidelity tests/integration/test_type_codecs.py \
+	    tests/integration/test_smoke_replication.py || exit 1; done
 
 # The native core's Rust unit tests and clippy (target/ is reused between runs).
 native-test: setup

@@ -120,8 +120,13 @@ class ReplicationConnection:
             ("publication_names", ",".join(sql.Identifier(p).as_string(None)
                                            for p in publications)),
         ]
-        if messages:
+        if messages and version >= 14:
             options.append(("messages", "true"))
+        elif messages:
+            log.warning("PostgreSQL %d's pgoutput sends no logical decoding messages: "
+                        "outbox messages (source.messages_prefixes) and dropped-table events "
+                        "are not captured (PostgreSQL 14+ has them)", version,
+                        extra={"slot": slot})
         if streaming and proto >= 2:
             options.append(("streaming", "on"))
         query = sql.SQL("START_REPLICATION SLOT {} LOGICAL {} ({})").format(

@@ -1,4 +1,5 @@
-"""Download every jar the launcher and PySpark need into the cache (``make setup``)."""
+"""Download every jar the launcher and PySpark need into the cache (``make setup``), and
+the PostgreSQL builds of other major versions."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 
 from .base import ServerError
 from .jars import resolve_jars, spark_kafka_jars
+from .postgres_versions import VERSIONS, bin_dir
 
 
 def _bundles() -> list[tuple[str, Callable[[], list[Path]]]]:
     return [("opensearch", lambda: resolve_jars("opensearch")),
             ("kafka", lambda: resolve_jars("kafka")),
-            ("spark-kafka", spark_kafka_jars)]
+            ("spark-kafka", spark_kafka_jars),
+            ("postgres", lambda: [bin_dir(major) for major in sorted(VERSIONS)])]
 
 
 def main() -> int:

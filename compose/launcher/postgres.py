@@ -11,14 +11,20 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from . import postgres_versions
 from .base import LOOPBACK, LocalServer, ServerError, free_port, run_checked, wait_until
 
 _SERVER_USER = "postgres"
 
 
-def postgres_bin_dir() -> Path:
-    """Directory holding ``initdb``/``pg_ctl``/``postgres``: ``DISTRIBUTARY_PG_BIN`` or the
-    newest ``/usr/lib/postgresql/<major>/bin``."""
+def postgres_bin_dir(version: int | None = None) -> Path:
+    """Directory holding ``initdb``/``pg_ctl``/``postgres``: of major ``version`` when
+    given (the system's when it is that version, else a build from Maven Central, see
+    ``postgres_versions``); otherwise ``DISTRIBUTARY_PG_BIN`` or the newest
+    ``/usr/lib/postgresql/<major>/bin``."""
+    if version is not None:
+        system = Path(f"/usr/lib/postgresql/{version}/bin")
+        return system if (system / "initdb").exists() else postgres_versions.bin_dir(version)
     override = os.environ.get("DISTRIBUTARY_PG_BIN")
     if override:
         return Path(override)
@@ -60,7 +66,7 @@ class PostgresServer(LocalServer):
 
     def __init__(self, *, durable: bool = False, settings: dict[str, str] | None = None,
                  wal_segment_mb: int | None = None, tls: ServerTls | None = None,
-                 password_auth: bool = False) -> None:
+                 password_auth: bool = False, version: int | None = None) -> None:
         super().__init__()
         self.port = free_port()
         self.durable = durable
@@ -68,7 +74,7 @@ class PostgresServer(LocalServer):
         self.wal_segment_mb = wal_segment_mb
         self.tls = tls
         self.password_auth = password_auth
-        self.bin = postgres_bin_dir()
+        self.bin = postgres_bin_dir(version)
         self._user = _SERVER_USER if os.geteuid() == 0 else None
 
     @property

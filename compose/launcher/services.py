@@ -16,6 +16,7 @@ from pathlib import Path
 from .base import ServerError
 
 ENV_POSTGRES = "DISTRIBUTARY_TEST_PG_DSN"
+ENV_POSTGRES_VERSION = "DISTRIBUTARY_TEST_PG_VERSION"
 ENV_REDIS = "DISTRIBUTARY_TEST_REDIS_URL"
 ENV_OPENSEARCH = "DISTRIBUTARY_TEST_OPENSEARCH_URL"
 ENV_KAFKA = "DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP"
@@ -43,20 +44,22 @@ def docker_engine_answers() -> bool:
 
 @contextlib.contextmanager
 def postgres_dsn() -> Iterator[str]:
-    """A superuser DSN of a PostgreSQL with ``wal_level=logical``."""
+    """A superuser DSN of a PostgreSQL with ``wal_level=logical`` (of major version
+    ``DISTRIBUTARY_TEST_PG_VERSION`` when set: ``make test-matrix``)."""
+    version = os.environ.get(ENV_POSTGRES_VERSION)
     if os.environ.get(ENV_POSTGRES):
         yield os.environ[ENV_POSTGRES]
     elif docker_engine_answers():
         from testcontainers.postgres import PostgresContainer
 
-        container = PostgresContainer("postgres:16", driver=None).with_command(
+        container = PostgresContainer(f"postgres:{version or 16}", driver=None).with_command(
             "postgres -c wal_level=logical -c max_replication_slots=32 -c max_wal_senders=32")
         with container:
             yield container.get_connection_url()
     else:
         from .postgres import PostgresServer
 
-        with PostgresServer() as server:
+        with PostgresServer(version=int(version) if version else None) as server:
             yield server.dsn()
 
 
