@@ -12,7 +12,6 @@ version of its row's last event in the log, and no document's version ever went 
 from __future__ import annotations
 
 import itertools
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from cdc.log import StartAt
 from cdc.log.file import FileLog
 from compose.launcher import OpenSearchServer, free_port
 from connectors.runtime.events import decode_event
+from tests.processes import stop_process
 
 from ..observability.pipeline_process import TOKEN, Pipeline, wait_until_ready
 from .harness import wait_until
@@ -90,12 +90,7 @@ metrics:
     try:
         yield Pipeline(process, port, name, dsn, stderr)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def steady_load(dsn: str, stop: threading.Event, failures: list[BaseException]) -> None:

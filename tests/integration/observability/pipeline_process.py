@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
+
+from tests.processes import stop_process
 
 TOKEN = "obs-token-4d8f1c2a9e"
 
@@ -121,12 +122,7 @@ def running_pipeline(admin_dsn: str, name: str, redis_url: str, workdir: Path
     try:
         yield Pipeline(process, port, name, database, stderr)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                          "WHERE datname = %s AND pid <> pg_backend_pid()", (name,))

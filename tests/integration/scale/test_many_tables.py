@@ -5,7 +5,6 @@ streamed row per table reach Redis (issue: open files must not grow with the sch
 from __future__ import annotations
 
 import resource
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ from typing import cast
 import psycopg
 import redis
 from psycopg import sql
+
+from tests.processes import stop_process
 
 TABLES = 1000
 OPEN_FILES = 1024
@@ -104,12 +105,7 @@ def test_cdc_run_over_a_thousand_tables_under_ulimit_1024(
         assert cache.get(f"{unique_name}:other:1") is None  # not selected by the pattern
         assert proc.poll() is None, stderr.read_text()[-3000:]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         for key in cache.scan_iter(match=f"{unique_name}:*", count=1000):
             cache.delete(key)
     assert proc.returncode == 0, stderr.read_text()[-3000:]
