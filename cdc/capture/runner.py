@@ -158,6 +158,14 @@ class Capture:
             assembler.topic_of_prefix[DDL_PREFIX] = f"{self.config.topic_prefix}._ddl"
             resume = ResumeFilter(self.producer, self._existing_topics())
             self._incremental = self._incremental_snapshots(dsn, shapes)
+            if repl.server_version < 140000 and self._incremental.active:
+                log.error("incremental snapshots of %s cannot complete on PostgreSQL %d: "
+                          "their watermarks are logical decoding messages, which pgoutput "
+                          "sends from PostgreSQL 14 on; those tables' existing rows are not "
+                          "in the log (upgrade the server, or start a new slot and log with "
+                          "an initial snapshot)",
+                          ", ".join(sorted(self._incremental.states)),
+                          repl.server_version // 10000, extra={"slot": source.slot})
             repl.start(source.slot, [source.publication])
             decoder = PgOutputDecoder(2 if repl.server_version >= 140000 else 1)
             self.stats.streaming = True

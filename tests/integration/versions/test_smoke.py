@@ -12,6 +12,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from cdc.capture.snapshot_resume import request_records
+from cdc.config import load_config
+from cdc.log.file import FileLog
 from tests.integration.fidelity.catalogue import columns, row_count
 from tests.integration.fidelity.conftest import MakeScenario
 from tests.integration.fidelity.scenario import (
@@ -96,3 +99,26 @@ def streamed_transactions(dsn: str, slot: str) -> int:
             if (row is not None and row[0]) or time.monotonic() > deadline:
                 return int(row[0]) if row is not None and row[0] is not None else 0
             time.sleep(0.2)
+
+
+def test_incremental_snapshots_run_from_14_and_are_reported_on_13(
+        make_scenario: MakeScenario, server_major: int,
+        caplog: pytest.LogCaptureFixture) -> None:
+    scenario = make_scenario(types=False)
+    scenario.sql("CREATE TABLE early (id int PRIMARY KEY, note text)",
+                 "INSERT INTO early SELECT n, 'old' FROM generate_series(1, 20) n")
+    prefix = load_config(scenario.write_config()).topic_prefix
+    log = FileLog(scenario.log_dir)
+    log.producer().append(request_records(prefix, ["public.early"]))
+    log.close()
+    scenario.start_capture()
+    wanted = 40 if server_major >= 14 else 20  # the initial snapshot (and the requested one)
+    scenario.wait_for("public", "early",
+                      lambda found: sum(e["op"] == "r" for e in found) >= wanted)
+    scenario.sql("INSERT INTO early VALUES (21, 'new')")  # streaming goes on either way
+    events = scenario.wait_for("public", "early",
+                               lambda found: any(e["op"] == "c" for e in found))
+    assert sum(e["op"] == "r" for e in events) == wanted
+    if server_major < 14:  # an error names the table whose snapshot cannot run
+        assert any("public.early" in r.getMessage() and "PostgreSQL 13" in r.getMessage()
+                   for r in caplog.records if r.levelname == "ERROR")
