@@ -1,10 +1,20 @@
-"""Stopping the child processes tests start (``cdc run``, ``cdc capture``…)."""
+"""Starting and stopping the child processes tests run (``cdc run``, ``cdc capture``…)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+
+def start_cdc_run(config: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    """``cdc run -c config`` with JSON logs appended to ``stderr``."""
+    with stderr.open("ab") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cdc.cli", "--log-format", "json", "run", "-c", str(config)],
+            stdout=subprocess.DEVNULL, stderr=err)
 
 
 def stop_process(process: subprocess.Popen[Any], timeout_s: float = 60) -> None:

@@ -2,8 +2,9 @@
 
 A writer keeps its segment and index files open only while the log's ``HandlePool``
 lets it (see ``handles``); closed by the pool, it fsyncs first and reopens on next use.
-A ``journaled`` writer leaves durability to the producer's journal (``journal``): closed
-by the pool it just closes, and only a segment rollover syncs the finished segment.
+A ``journaled`` writer leaves durability to the producer's journal (``journal``): it opens,
+appends to and closes its files on each write (no pool, no fsync), and only a segment
+rollover syncs the finished segment.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ class PartitionWriter:
     def _finish_segment(self) -> None:
         """Make the active segment durable and close it (before rolling over)."""
         self._sync_open()
-        if self.journaled and self.fsync:  # the journal may drop its copy at a checkpoint
+        if self.journaled:  # the journal may drop its copy at a checkpoint
             sync_file(self.segment_path)
         self._close_fds()
 
@@ -248,7 +249,7 @@ class PartitionWriter:
             error, self._sync_error = self._sync_error, None
             raise error
         if self._dirty and self._fd >= 0:
-            if self.fsync and not self.journaled:
+            if self.fsync:
                 os.fdatasync(self._fd)
             self._dirty = False
 

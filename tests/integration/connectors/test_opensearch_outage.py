@@ -12,8 +12,6 @@ version of its row's last event in the log, and no document's version ever went 
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +26,7 @@ from cdc.log import StartAt
 from cdc.log.file import FileLog
 from compose.launcher import OpenSearchServer, free_port
 from connectors.runtime.events import decode_event
-from tests.processes import stop_process
+from tests.processes import start_cdc_run, stop_process
 
 from ..observability.pipeline_process import TOKEN, Pipeline, wait_until_ready
 from .harness import wait_until
@@ -83,10 +81,7 @@ metrics:
   sample_interval: 500ms
 """)
     stderr = workdir / "stderr.log"
-    with stderr.open("wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cdc.cli", "--log-format", "json", "run", "-c", str(config)],
-            stdout=subprocess.DEVNULL, stderr=err)
+    process = start_cdc_run(config, stderr)
     try:
         yield Pipeline(process, port, name, dsn, stderr)
     finally:

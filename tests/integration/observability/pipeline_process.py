@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -17,7 +16,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from tests.processes import stop_process
+from tests.processes import start_cdc_run, stop_process
 
 TOKEN = "obs-token-4d8f1c2a9e"
 
@@ -115,10 +114,7 @@ def running_pipeline(admin_dsn: str, name: str, redis_url: str, workdir: Path
     config, port = workdir / "pipeline.yaml", free_port()
     write_config(config, database, name, redis_url, port)
     stderr = workdir / "stderr.log"
-    with stderr.open("wb") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "cdc.cli", "--log-format", "json", "run", "-c", str(config)],
-            stdout=subprocess.DEVNULL, stderr=err)
+    process = start_cdc_run(config, stderr)
     try:
         yield Pipeline(process, port, name, database, stderr)
     finally:
