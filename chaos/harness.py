@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import os
 import random
+import re
 import shutil
 import tempfile
 import threading
@@ -116,6 +117,8 @@ def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str
     """The run's pipeline file: its own slot, log (or topic prefix), index and keys."""
     prefix = NAME if kafka is None else f"{NAME}_{uuid.uuid4().hex[:8]}"
     topics = [f"{prefix}.public.{table}" for table in TABLES]
+    # the cache follows a pattern (resolved against the log's topics on both backends)
+    pattern = re.escape(prefix) + r"\.public\.(?:" + "|".join(TABLES) + ")"
     retry = {"initial_backoff": "200ms", "max_backoff": "2s"}
     log_section: dict[str, Any] = {
         "backend": "file", "path": str(log_dir), "topic_prefix": prefix, "partitions": 3,
@@ -134,7 +137,7 @@ def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str
              "batch_timeout": "200ms", "retry": retry,
              "config": {"hosts": [servers.opensearch.url], "index": f"{NAME}_{{table}}",
                         "request_timeout": "20s"}},
-            {"name": "cache", "type": "redis", "topics": topics, "batch_size": 2_000,
+            {"name": "cache", "type": "redis", "topic_pattern": pattern, "batch_size": 2_000,
              "batch_timeout": "200ms", "retry": retry,
              "config": {"url": servers.redis.url, "key_template": f"{NAME}:{{table}}:{{key}}",
                         "timeout": "3s"}},

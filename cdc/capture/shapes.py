@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import orjson
 import psycopg
 
-from cdc.config.topic_names import TopicNamer, collision_message
-from cdc.errors import ConfigError, ConfigProblem
+from cdc.config.topic_names import TopicClaims, TopicNamer
 from cdc.log import Record
 
 from .codecs import TypeCatalog
@@ -51,7 +50,7 @@ class ShapeRegistry:
         self.topics = (topic_prefix if isinstance(topic_prefix, TopicNamer)
                        else TopicNamer(topic_prefix))
         topic_prefix = self.topics.prefix
-        self._topic_owners: dict[str, tuple[str, str]] = {}  # topic → the table it is of
+        self._claims = TopicClaims(self.topics)  # topic → the table it is of
         self.catalog = TypeCatalog()
         self._shapes: dict[int, TableShape] = {}
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
@@ -119,12 +118,13 @@ class ShapeRegistry:
 
     def _topic(self, schema: str, table: str) -> str:
         """The table's topic; a second table on one topic is a configuration error."""
-        topic = self.topics.topic_for(schema, table)
-        owner = self._topic_owners.setdefault(topic, (schema, table))
-        if owner != (schema, table):
-            raise ConfigError([ConfigProblem("log.topic_names", collision_message(
-                topic, owner, (schema, table)))])
-        return topic
+        return self._claims.claim(schema, table)
+
+    def claim_topics(self, tables: Iterable[tuple[str, str]]) -> None:
+        """Reserve the topics of ``tables`` (the published ones, at session start), so a
+        table joining the publication later cannot take one of them."""
+        for schema, table in tables:
+            self._claims.claim(schema, table)
 
     def dropped(self, oid: int, schema: str, table: str) -> TableShape | None:
         """What to write a dropped relation's truncate event under: the name the capture
@@ -141,7 +141,7 @@ class ShapeRegistry:
         if f"{names[0]}.{names[1]}" != name:
             return None  # recorded without names under another name: not ours to guess
         topic = self.topics.topic_for(*names)
-        if self._topic_owners.get(topic, names) != names:
+        if not self._claims.owns(*names):
             return None  # another table's topic (a collision stopped that one's events)
         return TableShape.of(Relation(oid, names[0], names[1], "d", ()), topic, (), None,
                              known.version)

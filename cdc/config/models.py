@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, SecretStr, field_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
 
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.connector import ConnectorConfig, duplicate_names
@@ -130,6 +130,20 @@ class PipelineConfig(ConfigModel):
         if problems:
             raise_field_problems("PipelineConfig", problems)
         return connectors
+
+    @model_validator(mode="after")
+    def _table_topics_are_not_internal(self) -> PipelineConfig:
+        prefix = self.topic_prefix
+        problems: list[tuple[Loc, str, object]] = [
+            (("log", "topic_names", table), f"{topic!r} is a topic the pipeline itself uses "
+             f"(<prefix>.messages, <prefix>._…, <prefix>.{DEAD_LETTER_INFIX}.…, __…); choose "
+             "another name for this table's topic", topic)
+            for table, topic in self.log.topic_names.items()
+            if topic == f"{prefix}.messages" or topic.startswith(
+                (f"{prefix}._", f"{prefix}.{DEAD_LETTER_INFIX}.", "__"))]
+        if problems:
+            raise_field_problems("PipelineConfig", problems)
+        return self
 
     @property
     def topic_prefix(self) -> str:

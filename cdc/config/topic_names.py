@@ -14,9 +14,10 @@ The rule (README, "Events"):
   plainly, or quoted like ``"Sales Dept"."Order Items"``).
 
 Case is kept: ``Orders`` and ``orders`` are two topics. Two tables whose topics would be
-the same (e.g. ``a_x20_b`` and ``a b``, or a name cut to its hash) are found by
-``check_collisions`` before anything is written, naming both tables and the key that
-separates them.
+the same (e.g. ``a_x20_b`` and ``a b``, or a name cut to its hash), or the same once
+``.`` and ``_`` are one character (Kafka refuses ``p.a_b.c`` beside ``p.a.b_c``), are
+found by ``check_collisions`` before anything is written, naming both tables and the key
+that separates them.
 """
 
 from __future__ import annotations
@@ -86,18 +87,47 @@ class TopicNamer:
 
     def check_collisions(self, tables: Iterable[tuple[str, str]]) -> None:
         """Raise ``ConfigError`` when two of ``tables`` would share a topic."""
-        owners: dict[str, tuple[str, str]] = {}
+        claims = TopicClaims(self)
         for schema, table in tables:
-            topic = self.topic_for(schema, table)
-            other = owners.setdefault(topic, (schema, table))
-            if other != (schema, table):
-                raise ConfigError([ConfigProblem(
-                    "log.topic_names", collision_message(topic, other, (schema, table)))])
+            claims.claim(schema, table)
 
 
-def collision_message(topic: str, first: tuple[str, str], second: tuple[str, str]) -> str:
-    """Why two tables cannot share ``topic``, and the config key that separates them."""
+def collision_key(topic: str) -> str:
+    """What two topics must not share: Kafka refuses a topic equal to an existing one
+    once ``.`` and ``_`` count as the same character (``p.a_b.c`` and ``p.a.b_c``)."""
+    return topic.replace(".", "_")
+
+
+class TopicClaims:
+    """The table each topic is of: a second table on one topic (or on two topics Kafka
+    counts as the same, see ``collision_key``) is a ``ConfigError`` naming both."""
+
+    def __init__(self, namer: TopicNamer) -> None:
+        self.namer = namer
+        self._owners: dict[str, tuple[str, str, str]] = {}  # key → schema, table, topic
+
+    def claim(self, schema: str, table: str) -> str:
+        """The topic of ``schema.table``, now known to be that table's alone."""
+        topic = self.namer.topic_for(schema, table)
+        owner = self._owners.setdefault(collision_key(topic), (schema, table, topic))
+        if owner[:2] != (schema, table):
+            raise ConfigError([ConfigProblem("log.topic_names", collision_message(
+                owner[2], (owner[0], owner[1]), topic, (schema, table)))])
+        return topic
+
+    def owns(self, schema: str, table: str) -> bool:
+        """True unless another table holds ``schema.table``'s topic."""
+        owner = self._owners.get(collision_key(self.namer.topic_for(schema, table)))
+        return owner is None or owner[:2] == (schema, table)
+
+
+def collision_message(first_topic: str, first: tuple[str, str], second_topic: str,
+                      second: tuple[str, str]) -> str:
+    """Why two tables cannot have these topics, and the config key that separates them."""
     a, b = quoted_table(*first), quoted_table(*second)
-    return (f"tables {a} and {b} would both be written to topic {topic!r}; give one of "
-            f"them its own topic in log.topic_names, e.g. log.topic_names: "
+    where = (f"would both be written to topic {first_topic!r}" if first_topic == second_topic
+             else f"would be written to topics {first_topic!r} and {second_topic!r}, which "
+                  "Kafka counts as the same ('.' and '_' collide in topic names)")
+    return (f"tables {a} and {b} {where}; give one of them its own topic in "
+            f"log.topic_names, e.g. log.topic_names: "
             f"{{'{second[0]}.{second[1]}': '<a topic name of letters, digits, . _ ->'}}")

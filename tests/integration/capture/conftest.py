@@ -15,8 +15,8 @@ import pytest
 
 from cdc.capture.runner import Capture, CaptureSettings
 from cdc.config import PipelineConfig, load_config
-from cdc.log import Message, StartAt
-from cdc.log.file import FileLog
+from cdc.log import Log, Message
+from cdc.log.open import open_log
 
 
 @dataclass
@@ -43,20 +43,19 @@ class CaptureEnv:
             return f"{self.slot}.messages"
         return f"{self.slot}.public.{table}"
 
+    def open_log(self) -> Log:
+        """The log the test's pipeline file names (file or Kafka); the caller closes it."""
+        return open_log(self.config.log)
+
     def events(self, table: str) -> list[Message]:
-        """Every record of a table's topic, in commit order."""
-        log = FileLog(self.log_dir)
-        if self.topic(table) not in log.admin().topics():
-            return []
-        consumer = log.consumer(f"check-{time.monotonic_ns()}", topics=[self.topic(table)],
-                                start=StartAt.earliest())
-        out: list[Message] = []
+        """Every record of a table's topic up to its end offsets, in commit order."""
+        log = self.open_log()
         try:
-            while batch := consumer.poll(10_000, timeout=0.3):
-                out.extend(batch)
+            if self.topic(table) not in log.admin().topics():
+                return []
+            return sorted(log.read_to_end(self.topic(table)), key=lambda m: m.position)
         finally:
-            consumer.close()
-        return sorted(out, key=lambda m: m.position)
+            log.close()
 
     def values(self, table: str) -> list[dict[str, Any]]:
         """The decoded events of a table, in commit order."""
@@ -94,10 +93,10 @@ log:
 @pytest.fixture
 def run_capture(capture_env: CaptureEnv) -> Iterator[Callable[[], Capture]]:
     """Start the capture in a thread (stopped at the end of the test)."""
-    started: list[tuple[threading.Thread, threading.Event, Capture, FileLog]] = []
+    started: list[tuple[threading.Thread, threading.Event, Capture, Log]] = []
 
     def start() -> Capture:
-        log = FileLog(capture_env.log_dir)
+        log = capture_env.open_log()
         capture = Capture(capture_env.config, log, CaptureSettings(batch_delay_s=0.01))
         stop = threading.Event()
         thread = threading.Thread(target=capture.run, args=(stop,), daemon=True)

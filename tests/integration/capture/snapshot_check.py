@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from cdc.capture.incremental_log import TableSnapshot, read_records, table_states
 from cdc.capture.runner import Capture, CaptureSettings
 from cdc.cli import main
-from cdc.log.file import FileLog
 
 from .conftest import CaptureEnv
 
@@ -137,8 +136,11 @@ def request_snapshot(env: CaptureEnv, *args: str) -> str:
 
 def snapshot_state(env: CaptureEnv, table: str) -> TableSnapshot | None:
     """What the log records of ``table``'s incremental snapshot."""
-    log = FileLog(env.log_dir)
-    return table_states(read_records(log, env.slot)).get(table)
+    log = env.open_log()
+    try:
+        return table_states(read_records(log, env.slot)).get(table)
+    finally:
+        log.close()
 
 
 def wait_state(env: CaptureEnv, table: str, state: str, timeout: float = 120.0) -> TableSnapshot:
@@ -165,7 +167,7 @@ class CaptureThread:
     an initial snapshot of a big table comes first)."""
 
     def __init__(self, env: CaptureEnv) -> None:
-        self.log = FileLog(env.log_dir)
+        self.log = env.open_log()
         self.capture = Capture(env.config, self.log, CaptureSettings(batch_delay_s=0.01))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.capture.run, args=(self.stop,), daemon=True)

@@ -14,6 +14,7 @@ import pytest
 from psycopg import conninfo, sql
 
 from cdc.capture.runner import Capture
+from cdc.capture.topics import topic_findings
 from cdc.errors import ConfigError
 from cdc.log import StartAt
 from cdc.log.file import FileLog
@@ -153,3 +154,23 @@ def test_two_tables_on_one_topic_stop_the_start_naming_both(capture_env: Capture
     with psycopg.connect(env.dsn) as conn:  # refused before the slot was created
         assert conn.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s",
                             (env.slot,)).fetchone() == (0,)
+
+
+def test_doctor_lists_escaped_topics_and_refuses_kafka_collisions(
+        capture_env: CaptureEnv) -> None:
+    env = capture_env
+    env.sql('CREATE SCHEMA "Sales Dept"',
+            'CREATE TABLE "Sales Dept"."Order Items" (id int PRIMARY KEY)',
+            "CREATE TABLE plain (id int PRIMARY KEY)",
+            f"CREATE PUBLICATION {env.slot} FOR ALL TABLES")
+    with psycopg.connect(env.dsn) as conn:
+        findings = topic_findings(conn, env.config)
+    assert [(f.level, f.check) for f in findings] == [("ok", "topic Sales Dept.Order Items")]
+    assert f"{env.slot}.Sales_x20_Dept.Order_x20_Items" in findings[0].detail
+    env.sql("CREATE SCHEMA a_b", "CREATE TABLE a_b.c (id int PRIMARY KEY)",
+            "CREATE SCHEMA a", "CREATE TABLE a.b_c (id int PRIMARY KEY)")
+    with psycopg.connect(env.dsn) as conn:
+        findings = topic_findings(conn, env.config)
+    assert [f.level for f in findings] == ["error"], findings
+    assert '"a"."b_c"' in findings[0].detail and '"a_b"."c"' in findings[0].detail
+    assert "Kafka" in findings[0].detail

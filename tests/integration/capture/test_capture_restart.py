@@ -8,40 +8,43 @@ from pathlib import Path
 
 import orjson
 import psycopg
+import pytest
 
+from cdc.capture.incremental_log import read_records
 from cdc.capture.runner import Capture, CaptureSettings
-from cdc.config import load_config
-from cdc.log import StartAt
-from cdc.log.file import FileLog
+from cdc.config import PipelineConfig, load_config
+from cdc.log.open import open_log
 from compose.launcher import PostgresServer
 
 
-def logged_ids(log_dir: Path, topic: str) -> list[int]:
-    log = FileLog(log_dir)
-    if topic not in log.admin().topics():
-        return []
-    consumer = log.consumer(f"check-{time.monotonic_ns()}", topics=[topic],
-                            start=StartAt.earliest())
-    ids: list[int] = []
+def logged_ids(config: PipelineConfig, topic: str) -> list[int]:
+    log = open_log(config.log)
     try:
-        while batch := consumer.poll(10_000, timeout=0.3):
-            ids.extend(orjson.loads(m.key)["id"] for m in batch)
+        if topic not in log.admin().topics():
+            return []
+        return [orjson.loads(m.key)["id"] for m in log.read_to_end(topic)]
     finally:
-        consumer.close()
-    return ids
+        log.close()
 
 
-def test_capture_survives_a_postgres_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["file", "kafka"])
+def test_capture_survives_a_postgres_restart(tmp_path: Path, backend: str,
+                                             request: pytest.FixtureRequest) -> None:
+    slot = f"restart_{backend}_{time.monotonic_ns() % 10**9}"
+    log_section = (f"log:\n  backend: file\n  path: {tmp_path / 'log'}\n" if backend == "file"
+                   else "log:\n  backend: kafka\n  bootstrap_servers: "
+                        f"[{request.getfixturevalue('kafka_bootstrap')}]\n")
     with PostgresServer() as server:
         dsn = server.dsn()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
-        config = tmp_path / "pipeline.yaml"
-        config.write_text(f"source:\n  dsn: {dsn}\n  slot: restart\n  publication: restart\n"
-                          f"log:\n  backend: file\n  path: {tmp_path / 'log'}\n")
-        log = FileLog(tmp_path / "log")
-        capture = Capture(load_config(config), log,
-                          CaptureSettings(batch_delay_s=0.01, backoff_initial_s=0.2))
+        config_path = tmp_path / "pipeline.yaml"
+        config_path.write_text(f"source:\n  dsn: {dsn}\n  slot: {slot}\n"
+                               f"  publication: {slot}\n{log_section}")
+        config = load_config(config_path)
+        log = open_log(config.log)
+        capture = Capture(config, log, CaptureSettings(batch_delay_s=0.01,
+                                                       backoff_initial_s=0.2))
         stop = threading.Event()
         thread = threading.Thread(target=capture.run, args=(stop,), daemon=True)
         thread.start()
@@ -58,7 +61,7 @@ def test_capture_survives_a_postgres_restart(tmp_path: Path) -> None:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("INSERT INTO t SELECT generate_series(501, 1000)")
             deadline = time.monotonic() + 60
-            while len(ids := logged_ids(tmp_path / "log", "restart.public.t")) < 1000:
+            while len(ids := logged_ids(config, f"{slot}.public.t")) < 1000:
                 assert time.monotonic() < deadline, f"only {len(ids)} of 1000 events"
                 time.sleep(0.3)
             assert sorted(ids) == list(range(1, 1001)), "no loss, no duplicate"
@@ -67,3 +70,10 @@ def test_capture_survives_a_postgres_restart(tmp_path: Path) -> None:
             stop.set()
             thread.join(timeout=30)
             log.close()
+    checked = open_log(config.log)
+    try:
+        records = read_records(checked, slot)
+    finally:
+        checked.close()
+    started = [r for r in records if r.get("slot") == slot and r.get("state") == "started"]
+    assert len(started) == 1, "the restart never dropped and re-created the slot"

@@ -54,14 +54,18 @@ def _assert_exact(env: CaptureEnv, table: str) -> None:
     assert differences(expected, replay(env, table)) == "", table
 
 
+@pytest.mark.parametrize("backend", ["file", "kafka"])
 def test_ddl_during_the_initial_snapshot_never_crashes_it(
-        capture_env: CaptureEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+        capture_env: CaptureEnv, backend: str, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
     env = capture_env
     tables = ["sd_1", "sd_2", "sd_3", "sd_4", "sd_5", "sd_6", "sd_7"]
     _fill(env, *tables)
     env.sql("INSERT INTO sd_1 SELECT g, 'v', g FROM generate_series(20001, 30000) g",
             "ANALYZE sd_1")  # the biggest: read first
     use_config(env, snapshot_parallel_tables="1")
+    if backend == "kafka":
+        _use_kafka(env, request.getfixturevalue("kafka_bootstrap"))
     migrated = threading.Event()
     original = snapshot_read._SnapshotWriter.rows
 

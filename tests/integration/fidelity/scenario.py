@@ -28,6 +28,12 @@ from . import oracle as o
 from .catalogue import Column
 
 
+def server_major(dsn: str) -> int:
+    """The major version of the server behind ``dsn`` (the catalogue depends on it)."""
+    with psycopg.connect(dsn) as conn:
+        return conn.info.server_version // 10000
+
+
 def admin_dsn(server_dsn: str, database: str) -> str:
     return server_dsn.rsplit("/", 1)[0] + f"/{database}"
 

@@ -23,7 +23,7 @@ from cdc.log.file import FileLog
 from . import oracle as o
 from .catalogue import columns, row_count
 from .conftest import MakeScenario
-from .scenario import Scenario, create_table, fill, replayed
+from .scenario import Scenario, create_table, fill, replayed, server_major
 
 
 def _connectors(scenario: Scenario, opensearch_url: str, redis_url: str) -> str:
@@ -79,7 +79,7 @@ def _wait_started(scenario: Scenario, proc: subprocess.Popen[bytes]) -> None:
 def test_every_type_reaches_opensearch_and_redis(make_scenario: MakeScenario,
                                                   opensearch_url: str, redis_url: str) -> None:
     scenario = make_scenario()
-    cols = columns()
+    cols = columns(server_major=server_major(scenario.dsn))
     rows = row_count(cols)
     table = create_table(scenario, "public", "every_type", cols)
     ids = itertools.count(1)

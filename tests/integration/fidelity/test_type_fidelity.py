@@ -14,7 +14,7 @@ from psycopg import sql
 
 from .catalogue import columns, row_count
 from .conftest import MakeScenario
-from .scenario import create_table, expected_rows, fill, mismatches, replayed
+from .scenario import create_table, expected_rows, fill, mismatches, replayed, server_major
 
 ODD_SETTINGS = {"DateStyle": "SQL, DMY", "IntervalStyle": "sql_standard",
                 "extra_float_digits": "0", "bytea_output": "escape",
@@ -34,7 +34,7 @@ def test_every_type_through_snapshot_and_stream(make_scenario: MakeScenario,
             assert shown is not None and shown[0] == value, (setting, shown)
         encoding = conn.execute("SHOW server_encoding").fetchone()
         assert encoding == ("LATIN1" if latin1 else "UTF8",)
-    cols = columns(latin1=latin1)
+    cols = columns(latin1=latin1, server_major=server_major(scenario.dsn))
     rows = row_count(cols)
     table = create_table(scenario, "public", "every_type", cols)
     ids = itertools.count(1)

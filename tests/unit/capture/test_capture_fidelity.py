@@ -98,6 +98,14 @@ def test_a_table_joining_on_a_taken_topic_is_refused_naming_both(tmp_path: Path)
         assembler.feed(_relation(8, "public", "a_x20_b"), 0x1F0)
 
 
+def test_a_table_joining_on_the_topic_of_a_published_table_not_yet_seen_is_refused(
+        tmp_path: Path) -> None:
+    assembler = _assembler(tmp_path, TopicNamer("p"))
+    assembler.shapes.claim_topics([("public", "a b"), ("public", "t")])  # at session start
+    with pytest.raises(ConfigError, match=r'"public"\."a b".*"public"\."a_x20_b"'):
+        assembler.feed(_relation(8, "public", "a_x20_b"), 0x1F0)
+
+
 def test_a_recreated_table_gets_a_truncate_before_its_first_event(tmp_path: Path) -> None:
     assembler = _assembler(tmp_path)
     _transaction(assembler, 1, _relation(7), Insert(7, ("1", "1")))

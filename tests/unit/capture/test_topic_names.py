@@ -68,3 +68,14 @@ def test_collision_names_both_tables_and_the_key_that_resolves_it() -> None:
     assert "log.topic_names" in message and "'p.public.a_x20_b'" in message
     TopicNamer("p", {"public.a b": "p.public.a_space_b"}).check_collisions(
         [("public", "a b"), ("public", "a_x20_b")])
+
+
+def test_topics_kafka_counts_as_the_same_are_a_collision() -> None:
+    namer = TopicNamer("p")
+    with pytest.raises(ConfigError) as raised:
+        namer.check_collisions([("a_b", "c"), ("a", "b_c")])  # p.a_b.c and p.a.b_c
+    message = str(raised.value)
+    assert '"a_b"."c"' in message and '"a"."b_c"' in message
+    assert "'p.a_b.c' and 'p.a.b_c'" in message and "Kafka" in message
+    assert "log.topic_names" in message
+    TopicNamer("p", {"a.b_c": "p.a.bc"}).check_collisions([("a_b", "c"), ("a", "b_c")])

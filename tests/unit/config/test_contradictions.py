@@ -91,3 +91,12 @@ def test_a_bad_table_pattern_says_how_to_write_it(load_problems: LoadProblems, e
                                                   words: str) -> None:
     text = variant("[public.orders]", f"[public.orders, '{entry}']")
     assert words in problem_at(load_problems(text), "source.tables[1]")
+
+
+@pytest.mark.parametrize("topic", ["distributary.messages", "distributary._schemas",
+                                   "distributary.dlq.search", "__consumer_offsets"])
+def test_a_table_topic_cannot_be_an_internal_topic(load_problems: LoadProblems,
+                                                   topic: str) -> None:
+    text = variant(FILE_LOG, FILE_LOG + f"\n  topic_names:\n    public.orders: {topic}")
+    assert "a topic the pipeline itself uses" in problem_at(
+        load_problems(text), "log.topic_names['public.orders']")
