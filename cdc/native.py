@@ -2,10 +2,10 @@
 
 ``make setup`` builds the module ``distributary_native`` into ``.venv``. Where it is
 installed, the hot paths use it (the log's record codec, murmur2, the snapshot's COPY
-rows into events); the Python functions beside each use stay the readable reference,
-held byte for byte to the same results by differential tests. ``DISTRIBUTARY_NATIVE=0``
-uses the reference even when the module is installed; a plain ``pip install
-distributary`` has no native module and uses it too.
+rows into events, the stream's row changes into records); the Python functions beside
+each use stay the readable reference, held byte for byte to the same results by
+differential tests. ``DISTRIBUTARY_NATIVE=0`` uses the reference even when the module is
+installed; a plain ``pip install distributary`` has no native module and uses it too.
 """
 
 from __future__ import annotations
@@ -57,6 +57,18 @@ class SnapshotCore(Protocol):
                          ) -> tuple[list[Record | None], list[tuple[int, bytes]]]: ...
 
 
+class DmlCore(SnapshotCore, Protocol):
+    """The row change functions of ``distributary_native`` (``native/src/python/dml.rs``):
+    one pgoutput Insert, Update or Delete message into its event or record (None when
+    Python must convert it), with a ``SnapshotPlan`` of the relation."""
+
+    def dml_event(self, payload: bytes, plan: object) -> tuple[bytes, bytes, bool] | None: ...
+
+    def dml_record(self, payload: bytes, plan: object, topic: str, lsn: int, head: bytes,
+                   commit_lsn: int, commit_lsn_text: bytes, tail: bytes,
+                   seq: int) -> Record | None: ...
+
+
 def import_core() -> NativeCore | None:
     """The native module when it is installed (whatever the switch says), else None."""
     try:
@@ -81,3 +93,12 @@ def snapshot_core() -> SnapshotCore | None:
     if core is None or not hasattr(core, "snapshot_rows"):
         return None
     return cast(SnapshotCore, core)
+
+
+def dml_core() -> DmlCore | None:
+    """The row change functions when the switch allows and the installed module has them,
+    else None."""
+    core = snapshot_core()
+    if core is None or not hasattr(core, "dml_record"):
+        return None
+    return cast(DmlCore, core)

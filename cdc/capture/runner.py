@@ -30,6 +30,7 @@ from cdc.log import Log
 from . import session
 from .batching import BatchLimits, GroupCommit
 from .ddl import DDL_PREFIX
+from .dml_native import NativeChanges
 from .fallbacks import FALLBACKS, DecodeFallbacks
 from .incremental import IncrementalSnapshots
 from .incremental_log import read_records
@@ -43,7 +44,7 @@ from .slot import check_slot_health, ensure_publication
 from .slot_start import SlotStart
 from .source_checks import refuse_sql_ascii, source_address
 from .spool import StreamSpool
-from .topics import check_published_topics
+from .topics import check_published_topics, published_tables
 from .transactions import TransactionAssembler
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class Capture:
         try:
             shapes = ShapeRegistry(catalog_conn, self.config.topic_names,
                                    self._known_schema_versions())
+            shapes.claim_topics(published_tables(catalog_conn, source.publication))
             assembler = TransactionAssembler(
                 shapes, spool, source.database or "", f"{self.config.topic_prefix}.messages",
                 frozenset(source.messages_prefixes))
@@ -228,6 +230,7 @@ class Capture:
         last_data = time.monotonic()
         incremental = self._incremental
         group = self._group
+        native = NativeChanges.of(decoder, assembler)  # None: every message in Python
         while not stop.is_set():
             # group commit: while changes keep coming, gather them (up to batch_events
             # or batch_max_age_s — backlog_max_age_s while catching up); flush as soon as
@@ -256,13 +259,17 @@ class Capture:
                 self.stats.received_lsn = message.end_lsn  # the server's WAL end as sent
                 if not assembler.ready:
                     batch_started = now
-                decoded = decoder.decode(message.payload)
-                assembler.feed(decoded, message.start_lsn)
-                if incremental is not None and incremental.observe(decoded):
-                    self._flush(repl, assembler, resume)  # what came before, first
-                    incremental.handle(decoded)
-                if type(decoded) is Commit or type(decoded) is StreamCommit:
-                    self._seen_commit_ts_us = decoded.commit_ts
+                payload = bytes(message.payload)  # the one copy (the decoder's, else)
+                # a row change of an open transaction: its record in one native call
+                # (incremental snapshots observe row changes through their records)
+                if native is None or not native.feed(payload, message.start_lsn):
+                    decoded = decoder.decode(payload)
+                    assembler.feed(decoded, message.start_lsn)
+                    if incremental is not None and incremental.observe(decoded):
+                        self._flush(repl, assembler, resume)  # what came before, first
+                        incremental.handle(decoded)
+                    if type(decoded) is Commit or type(decoded) is StreamCommit:
+                        self._seen_commit_ts_us = decoded.commit_ts
                 if assembler.idle and message.end_lsn > assembler.ack_lsn \
                         and not assembler.ready:
                     assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message

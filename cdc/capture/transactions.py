@@ -95,6 +95,12 @@ class TransactionAssembler:
                 and self.spool.open_transactions() == 0)
 
     @property
+    def transaction(self) -> _OpenTransaction | None:
+        """The open transaction (Begin seen, Commit not yet): its commit information and
+        the ``seq`` its next record gets. None between transactions."""
+        return self._open
+
+    @property
     def draining(self) -> bool:
         """True while a committed streamed transaction still has records to hand out."""
         return self._draining is not None

@@ -10,9 +10,13 @@
 //! `snapshot` turns a chunk of the initial snapshot's `COPY … TO STDOUT` text rows into
 //! their events (`tests/unit/capture/test_native_snapshot.py` holds it to
 //! `cdc.capture.events.read_event`).
+//!
+//! `pgoutput` turns one streamed Insert, Update or Delete message into its event
+//! (`tests/unit/capture/test_native_dml.py` holds it to the decoder and `events.py`).
 #![deny(unsafe_code)]
 
 pub mod murmur2;
+pub mod pgoutput;
 pub mod record;
 pub mod snapshot;
 

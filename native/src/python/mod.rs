@@ -4,6 +4,7 @@
 
 mod bytes;
 mod decode;
+mod dml;
 mod encode;
 mod ints;
 mod named_tuple;
@@ -22,5 +23,7 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(snapshot::snapshot_rows, module)?)?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_records, module)?)?;
     module.add_class::<snapshot::SnapshotPlan>()?;
+    module.add_function(wrap_pyfunction!(dml::dml_event, module)?)?;
+    module.add_function(wrap_pyfunction!(dml::dml_record, module)?)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::snapshot::{convert_chunk, Plan, Row, Source};
 /// A table's conversion plan: built once per table and schema version.
 #[pyclass(frozen, module = "distributary_native")]
 pub struct SnapshotPlan {
-    plan: Plan,
+    pub(super) plan: Plan,
 }
 
 #[pymethods]
@@ -73,15 +73,17 @@ pub fn snapshot_rows<'py>(
 
 /// `cdc.log.records.Record` and `Position`, and the defaults of Record's fields after
 /// `position`, looked up once.
-struct Types {
-    record: NamedTupleType,
-    position: NamedTupleType,
-    defaults: Vec<Py<PyAny>>,
+pub(super) struct Types {
+    pub(super) record: NamedTupleType,
+    pub(super) position: NamedTupleType,
+    pub(super) defaults: Vec<Py<PyAny>>,
+    /// Record's field after `position` is `tombstone` (`dml_record` sets it).
+    pub(super) tombstone_next: bool,
 }
 
 static TYPES: PyOnceLock<Types> = PyOnceLock::new();
 
-fn types(py: Python<'_>) -> PyResult<&Types> {
+pub(super) fn types(py: Python<'_>) -> PyResult<&Types> {
     TYPES.get_or_try_init(py, || {
         let records = py.import(pyo3::intern!(py, "cdc.log.records"))?;
         let record = records.getattr("Record")?;
@@ -99,6 +101,7 @@ fn types(py: Python<'_>) -> PyResult<&Types> {
         Ok(Types {
             record: NamedTupleType::new(record.cast_into::<PyType>()?)?,
             position: NamedTupleType::new(records.getattr("Position")?.cast_into::<PyType>()?)?,
+            tombstone_next: fields.get(4).is_some_and(|f| f == "tombstone"),
             defaults,
         })
     })
@@ -159,7 +162,7 @@ pub fn snapshot_records<'py>(
     Ok((records, fallbacks))
 }
 
-fn int(py: Python<'_>, value: u64) -> Bound<'_, PyAny> {
+pub(super) fn int(py: Python<'_>, value: u64) -> Bound<'_, PyAny> {
     value
         .into_pyobject(py)
         .map_or_else(|e| match e {}, Bound::into_any)

@@ -18,14 +18,16 @@ use values::{push_value, Kind};
 /// What converting a table's rows needs: its columns, their codecs, its key columns.
 #[derive(Debug)]
 pub struct Plan {
-    kinds: Vec<Kind>,
+    pub(crate) kinds: Vec<Kind>,
     /// Each column's name as JSON followed by `:`.
-    names: Vec<Vec<u8>>,
-    key_indexes: Vec<usize>,
+    pub(crate) names: Vec<Vec<u8>>,
+    pub(crate) key_indexes: Vec<usize>,
     /// `{"op":"r","key":`
     head: Vec<u8>,
     /// `,"unchanged":[],"schema_version":N`
     tail: Vec<u8>,
+    /// `,"schema_version":N` (the streaming capture's events, `crate::pgoutput`)
+    pub(crate) version: Vec<u8>,
 }
 
 impl Plan {
@@ -68,6 +70,7 @@ impl Plan {
             key_indexes: key_indexes.to_vec(),
             head: b"{\"op\":\"r\",\"key\":".to_vec(),
             tail: format!(",\"unchanged\":[],\"schema_version\":{schema_version}").into_bytes(),
+            version: format!(",\"schema_version\":{schema_version}").into_bytes(),
         })
     }
 }
