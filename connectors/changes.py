@@ -9,13 +9,16 @@ the sink's to resolve against the stored record (``derived.plan_unchanged``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from connectors.contract import Rejection, SinkEvent
 from connectors.placeholders import TableNames
-from derived import ViewDefinition
+from derived import ViewDefinition, complete_record
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +53,27 @@ class Truncate:
 
 
 Change = Upsert | Delete | Truncate
+
+
+def upsert_record(change: Upsert, stored: Mapping[str, Any] | None, stored_what: str
+                  ) -> dict[str, Any] | Rejection | None:
+    """The record ``change`` writes, its unchanged TOAST columns taken from ``stored``
+    (what the sink holds for the key; ``derived.complete_record``); ``None`` when the
+    view's filter drops the row. Without a stored record to take them from, the record is
+    written without those fields and a warning names them (``stored_what``: "value",
+    "document")."""
+    if change.view is None and not change.missing:
+        return change.row  # the row as it is: no copy on the hot path
+    done = complete_record(change.view, change.row, change.missing, stored)
+    if done.problem is not None:
+        return Rejection(change.event, done.problem)
+    if done.unfilled:
+        message = change.event.message
+        log.warning("no stored %s to take unchanged TOAST fields %s from; writing without "
+                    "them", stored_what, sorted(done.unfilled),
+                    extra={"topic": message.topic, "partition": message.partition,
+                           "offset": message.offset})
+    return done.record
 UPSERT_OPS = frozenset({"c", "u", "r"})
 
 

@@ -22,10 +22,12 @@ Spark SQL, so the rebuilt records equal the streamed ones by construction.
 """
 
 from .apply import (
+    Completed,
     Record,
     UnchangedPlan,
     apply_view,
     apply_view_keeping,
+    complete_record,
     plan_unchanged,
     recover_columns,
 )
@@ -36,6 +38,7 @@ from .view import KEY_PLACEHOLDERS, ViewDefinition
 
 __all__ = [
     "KEY_PLACEHOLDERS",
+    "Completed",
     "ExpressionError",
     "Record",
     "UnchangedPlan",
@@ -44,6 +47,7 @@ __all__ = [
     "apply_view_keeping",
     "columns_of",
     "compile_expression",
+    "complete_record",
     "encode_key",
     "key_text",
     "parse_expression",

@@ -105,5 +105,40 @@ def recover_columns(view: ViewDefinition | None, stored: Mapping[str, Any],
     return recovered
 
 
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A row's record with its unchanged TOAST columns taken from the stored record.
+
+    ``record``: ``None`` when the view's filter drops the row (or on a ``problem``);
+    ``problem``: why the record cannot be derived (the event is rejected with it);
+    ``unfilled``: fields that should have kept a stored value but nothing was stored
+    (the record is written without them; the sink warns).
+    """
+
+    record: Record | None
+    problem: str | None = None
+    unfilled: frozenset[str] = frozenset()
+
+
+def complete_record(view: ViewDefinition | None, row: Mapping[str, Any], missing: Set[str],
+                    stored: Mapping[str, Any] | None) -> Completed:
+    """The one TOAST fill of every sink (and a rebuild): the record ``view`` derives from
+    ``row``, whose columns ``missing`` an update did not resend, completed from
+    ``stored`` (the record the sink holds for the key, ``None`` when it holds none)."""
+    if missing and stored:
+        recovered = recover_columns(view, stored, missing)
+        row, missing = {**row, **recovered}, missing - recovered.keys()
+    plan = plan_unchanged(view, missing)
+    if plan.problem is not None:
+        return Completed(None, plan.problem)
+    record = apply_view_keeping(view, row, plan.keep)
+    if record is None or not plan.keep:
+        return Completed(record)
+    if not stored:
+        return Completed(record, unfilled=plan.keep)
+    record.update((name, stored[name]) for name in plan.keep if name in stored)
+    return Completed(record)
+
+
 def _names(columns: Set[str]) -> str:
     return ", ".join(repr(c) for c in sorted(columns))

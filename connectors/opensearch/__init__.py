@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from connectors.contract import SinkContext
 from connectors.opensearch.config import OpenSearchSinkConfig
 from connectors.registry import SinkSpec
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from connectors.opensearch.sink import OpenSearchSink
 
 
-def create(config: OpenSearchSinkConfig, context: object) -> OpenSearchSink:
+def create(config: OpenSearchSinkConfig, context: SinkContext) -> OpenSearchSink:
     """Build the sink of one worker (``SinkSpec.factory``); see ``sink.create``."""
     try:
         from connectors.opensearch import sink

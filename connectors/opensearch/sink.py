@@ -25,7 +25,6 @@ derived, and the event is rejected with the reason.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +33,16 @@ from urllib.parse import urlsplit
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
 
-from connectors.changes import Change, ChangeReader, Delete, Truncate, Upsert
-from connectors.contract import Rejection, SinkEvent, SinkUnavailableError, WriteResult
+from connectors.changes import Change, ChangeReader, Delete, Truncate, Upsert, upsert_record
+from connectors.contract import (
+    Rejection,
+    SinkContext,
+    SinkEvent,
+    SinkUnavailableError,
+    WriteResult,
+)
 from connectors.placeholders import NameTemplate, TableNames
-from connectors.sink_context import connector_name_of, context_value, topic_prefix_of
-from derived import apply_view_keeping, encode_key, plan_unchanged, recover_columns
+from derived import encode_key
 
 from .bulk import BulkAction, delete_action, index_action, send
 from .client import make_client
@@ -49,8 +53,6 @@ from .indices import IndexCatalog, IndexState
 from .mapping import ColumnType, new_fields
 from .names import index_name
 from .unindexed import UnindexedValues
-
-log = logging.getLogger(__name__)
 
 MAX_ID_BYTES = 512
 
@@ -184,27 +186,7 @@ class OpenSearchSink:
     def _document(self, change: Upsert,
                   stored: Mapping[str, Any] | None) -> dict[str, Any] | Rejection | None:
         """The document of ``change``; ``None`` when the view's filter drops the row."""
-        row, missing = change.row, change.missing
-        if change.view is None and not missing:
-            return row  # the row as it is: no copy on the hot path
-        if missing and stored is not None:
-            recovered = recover_columns(change.view, stored, missing)
-            row, missing = {**row, **recovered}, missing - recovered.keys()
-        plan = plan_unchanged(change.view, missing)
-        if plan.problem is not None:
-            return Rejection(change.event, plan.problem)
-        document = apply_view_keeping(change.view, row, plan.keep)
-        if document is None or not plan.keep:
-            return document
-        if stored is None:
-            message = change.event.message
-            log.warning("no stored document to take unchanged TOAST fields %s from; writing "
-                        "without them", sorted(plan.keep),
-                        extra={"topic": message.topic, "partition": message.partition,
-                               "offset": message.offset})
-            return document
-        document.update((name, stored[name]) for name in plan.keep if name in stored)
-        return document
+        return upsert_record(change, stored, "document")
 
     def _stored_documents(self, client: OpenSearch,
                           writes: list[tuple[IndexState, Upsert | Delete]]
@@ -270,16 +252,14 @@ def _addresses(hosts: Sequence[Any]) -> str:
     return ", ".join(f"{part.hostname}:{part.port or 9200}" for part in parts)
 
 
-def create(config: OpenSearchSinkConfig, context: object) -> OpenSearchSink:
+def create(config: OpenSearchSinkConfig, context: SinkContext) -> OpenSearchSink:
     """The sink for one worker (``SinkSpec.factory``); the runtime opens it.
 
-    Column types come from the schema topic when the context carries the log (``log``).
+    Column types come from the schema topic when the context carries the log.
     """
-    prefix = topic_prefix_of(context)
-    event_log = context_value(context, "log")
+    prefix = context.topic_prefix
     column_types: ColumnTypes | None = None
-    if event_log is not None and prefix:
-        worker = context_value(context, "worker") or 0
-        group = f"{connector_name_of(context) or 'opensearch'}-schemas-{worker}"
-        column_types = SchemaTopicColumns(event_log, f"{prefix}._schemas", group)
+    if context.log is not None and prefix:
+        group = f"{context.connector or 'opensearch'}-schemas-{context.worker}"
+        column_types = SchemaTopicColumns(context.log, f"{prefix}._schemas", group)
     return OpenSearchSink(config, topic_prefix=prefix, column_types=column_types)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from connectors.contract import SinkContext
 from connectors.redis.config import RedisSinkConfig
 from connectors.registry import SinkSpec
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from connectors.redis.sink import RedisSink
 
 
-def create(config: RedisSinkConfig, context: object) -> RedisSink:
+def create(config: RedisSinkConfig, context: SinkContext) -> RedisSink:
     """Build the sink of one worker (``SinkSpec.factory``); see ``sink.create``."""
     try:
         from connectors.redis import sink

@@ -14,23 +14,20 @@ it read is still the stored one (``J`` rows, see ``scripts``).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import orjson
 from redis.exceptions import RedisError
 
-from connectors.changes import Delete, Upsert
+from connectors.changes import Delete, Upsert, upsert_record
 from connectors.contract import Rejection
-from derived import apply_view_keeping, plan_unchanged, recover_columns
+from derived import apply_view_keeping, plan_unchanged
 from derived.values import text_of
 
 from .batch import ScriptBatch
 from .config import RedisSinkConfig
 from .errors import rejection_reason
 from .keys import KeyTemplates
-
-log = logging.getLogger(__name__)
 
 StoredJson = tuple[bytes | RedisError | None, bytes | RedisError | None]  # (value, version)
 
@@ -70,9 +67,9 @@ class RowRenderer:
 
     def _merged_json_row(self, batch: ScriptBatch, change: Upsert, key: str, marker: str,
                          stored: StoredJson | None) -> Rejection | None:
-        row, missing, expect = change.row, change.missing, ""
-        previous: dict[str, Any] = {}
-        if missing:
+        previous: dict[str, Any] | None = None
+        expect = ""
+        if change.missing:
             value, version = stored or (None, None)
             if isinstance(value, RedisError):
                 return Rejection(change.event, rejection_reason(value))
@@ -83,22 +80,12 @@ class RowRenderer:
                     return Rejection(change.event, f"the stored value of {key!r} is not JSON; "
                                      "cannot keep its unchanged TOAST columns")
             expect = version.decode() if isinstance(version, bytes) else "none"
-            recovered = recover_columns(change.view, previous, missing)
-            row, missing = {**row, **recovered}, missing - recovered.keys()
-        plan = plan_unchanged(change.view, missing)
-        if plan.problem is not None:
-            return Rejection(change.event, plan.problem)
-        record = apply_view_keeping(change.view, row, plan.keep)
+        record = upsert_record(change, previous, "value")
+        if isinstance(record, Rejection):
+            return record
         if record is None:
             batch.row(change.event, key, marker, "d")
             return None
-        if plan.keep and not previous:
-            message = change.event.message
-            log.warning("no stored value to take unchanged TOAST fields %s from; writing "
-                        "without them", sorted(plan.keep),
-                        extra={"topic": message.topic, "partition": message.partition,
-                               "offset": message.offset})
-        record.update((name, previous[name]) for name in plan.keep if name in previous)
         return self._json_row(batch, change, key, marker, record, expect)
 
     def _hash_row(self, batch: ScriptBatch, change: Upsert, key: str,

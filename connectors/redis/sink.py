@@ -22,8 +22,7 @@ from redis.commands.core import Script
 from redis.exceptions import RedisError
 
 from connectors.changes import ChangeReader, Delete, Truncate, Upsert
-from connectors.contract import SinkEvent, WriteResult
-from connectors.sink_context import topic_prefix_of
+from connectors.contract import SinkContext, SinkEvent, WriteResult
 
 from . import scripts
 from .batch import ScriptBatch
@@ -142,9 +141,9 @@ def _ms(duration: timedelta | None) -> int:
     return int(duration.total_seconds() * 1000) if duration is not None else 0
 
 
-def create(config: RedisSinkConfig, context: object) -> RedisSink:
+def create(config: RedisSinkConfig, context: SinkContext) -> RedisSink:
     """The sink for one worker (``SinkSpec.factory``); the runtime opens it."""
-    return RedisSink(config, topic_prefix=topic_prefix_of(context))
+    return RedisSink(config, topic_prefix=context.topic_prefix)
 
 
 def _address(url: str) -> str:

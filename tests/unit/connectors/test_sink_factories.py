@@ -6,7 +6,6 @@ from connectors import opensearch, redis
 from connectors.contract import SinkContext
 from connectors.opensearch.sink import OpenSearchSink
 from connectors.redis.sink import RedisSink
-from connectors.sink_context import connector_name_of, context_value, topic_prefix_of
 
 
 def test_factories_build_unopened_sinks() -> None:
@@ -21,10 +20,3 @@ def test_factories_build_unopened_sinks() -> None:
         assert sink is not None
         sink.close()  # closing a sink never opened is harmless
 
-
-def test_context_values_by_attribute_or_key() -> None:
-    context = SinkContext(connector="search", topic_prefix="app")
-    assert (connector_name_of(context), topic_prefix_of(context)) == ("search", "app")
-    assert topic_prefix_of({"prefix": "p"}) == "p"
-    assert connector_name_of(object()) == topic_prefix_of(None) == ""
-    assert context_value({"log": None}, "log") is None
