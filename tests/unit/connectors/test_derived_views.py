@@ -11,6 +11,7 @@ from derived import (
     ViewDefinition,
     apply_view,
     apply_view_keeping,
+    complete_record,
     plan_unchanged,
     recover_columns,
 )
@@ -116,3 +117,19 @@ def test_recover_columns_reads_verbatim_copies_back() -> None:
     stored = {"id": 1, "text": "old body", "title": "BOOK"}
     assert recover_columns(orders, stored, {"body", "title", "status"}) == {"body": "old body"}
     assert recover_columns(None, {"body": "b"}, {"body", "x"}) == {"body": "b"}
+
+
+def test_complete_record_takes_unchanged_columns_from_the_stored_record() -> None:
+    orders = view(rename={"body": "text"}, computed={"size": "length(body)"})
+    row = {k: v for k, v in ROW.items() if k != "body"}
+    stored = {**apply_view(orders, ROW), "size": 9}  # type: ignore[dict-item]
+    done = complete_record(orders, row, frozenset({"body"}), stored)
+    assert done.problem is None and not done.unfilled
+    assert done.record == {**apply_view(orders, ROW), "size": 9}  # type: ignore[dict-item]
+    nothing = complete_record(orders, row, frozenset({"body"}), None)
+    assert nothing.unfilled == {"size", "text"} and nothing.record is not None
+    assert "text" not in nothing.record and "size" not in nothing.record
+    mixed = view(computed={"blurb": "concat(title, body)"})
+    refused = complete_record(mixed, row, frozenset({"body"}), None)
+    assert refused.record is None and refused.problem is not None and "blurb" in refused.problem
+    assert complete_record(view(filter="status = 'open'"), row, frozenset(), None).record is None
