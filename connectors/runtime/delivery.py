@@ -1,4 +1,9 @@
-"""Writing one batch to a sink, isolating the events it refuses for good.
+"""Writing one batch to a sink durably, isolating the events it refuses for good.
+
+The connector's one retry layer: a batch is written then flushed as one action of the
+``Retrier``, so a transient failure of either step writes the batch again (a sink's
+flush may lose what it buffered). A flush that fails otherwise is the sink's trouble,
+not the events': it is retried a few times, then stops the worker (never split).
 
 A write that fails for the whole batch with a terminal error (``WriteRefusedError``
 from the ``Retrier``) is split in halves and each half written again, down to single
@@ -12,11 +17,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from connectors.contract import Sink, SinkEvent
+from connectors.contract import Sink, SinkEvent, WriteResult
 
 from .dead_letter import DeadLetter
-from .errors import WriteRefusedError, describe
-from .retry import Retrier
+from .errors import FlushFailedError, WriteRefusedError, describe
+from .retry import Retrier, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +40,22 @@ class BatchDelivery:
     def _deliver(self, events: Sequence[SinkEvent], *, splitting: bool) -> list[DeadLetter]:
         if not events:
             return []
+        def write_durably() -> WriteResult:
+            result = self._sink.write(events)
+            try:
+                self._sink.flush()
+            except Exception as exc:
+                if is_transient(exc):
+                    raise  # retried: written and flushed again
+                raise FlushFailedError(exc) from exc
+            return result
+
         try:
-            result = self._retrier.call(f"write of {len(events)} events",
-                                        lambda: self._sink.write(events),
+            result = self._retrier.call(f"write of {len(events)} events", write_durably,
                                         unexpected_attempts=1 if splitting else None)
         except WriteRefusedError as refused:
+            if isinstance(refused.cause, FlushFailedError):
+                raise
             if len(events) == 1:
                 cause = refused.cause
                 return [DeadLetter(events[0].message, describe(cause), type(cause).__name__)]

@@ -4,6 +4,8 @@
     ├── SinkError
     │   ├── SinkNotRunnableError   the registered sink has no factory, or it built no Sink
     │   └── WriteRefusedError      terminal for a whole write: the runtime isolates the bad event
+    ├── FlushFailedError           a sink's flush failed other than transiently (never
+    │                              blamed on the batch's events)
     ├── RetriesExhaustedError      transient failures outlasted RetryConfig.max_attempts
     ├── ConnectorFailedError       a worker stopped on an error (offsets left uncommitted)
     └── StopRequested              the runner is stopping while a retry waits (not a failure)
@@ -30,6 +32,14 @@ class WriteRefusedError(SinkError, TerminalError):
         self.action = action
         self.cause = cause
         super().__init__(f"{action} failed: {describe(cause)}")
+
+
+class FlushFailedError(DistributaryError):
+    """A sink's ``flush`` failed with an error that is not transient; ``cause`` is it."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(f"flush failed: {describe(cause)}")
 
 
 class RetriesExhaustedError(DistributaryError):

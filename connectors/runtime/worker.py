@@ -125,13 +125,7 @@ class ConnectorWorker:
         undecodable = [DeadLetter(message, reason, "EventDecodeError")
                        for message, reason in batch.undecodable]
 
-        def write_and_flush() -> list[DeadLetter]:
-            refused = delivery.deliver(batch.events)
-            sink.flush()
-            return refused
-
-        refused = setup.retrier.call("write and flush", write_and_flush) if batch.events \
-            else []
+        refused = delivery.deliver(batch.events) if batch.events else []
         letters = undecodable + refused
         if letters:
             setup.retrier.call("dead-letter append", lambda: setup.dead_letters.write(letters))

@@ -151,3 +151,14 @@ def test_the_pipeline_names_dead_letter_topics() -> None:
     assert config.is_dead_letter_topic("distributary.dlq.search")
     assert not config.is_dead_letter_topic("distributary.public.orders")
     assert not config.is_dead_letter_topic("other.dlq.search")
+
+
+def test_a_failing_flush_stops_the_worker_and_blames_no_event(
+        event_log: FileLog, fake_sinks: SinkBuilders) -> None:
+    sink = install(fake_sinks, RecordingSink(flush_errors=[RuntimeError("disk full")] * 9))
+    append_events(event_log, [1, 2, 3])
+    runner = make_runner(event_log, make_connector(), retry_sleep=lambda delay: None)
+    run_until(runner, lambda: bool(runner.failures))
+    assert "disk full" in str(runner.failures[0])
+    assert len(sink.batches) == 3, "one write per flush attempt: no splitting"
+    assert read_topic(event_log, DLQ) == [] and committed(event_log) == {}
