@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-snapshot bench-tables chaos clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -66,6 +66,11 @@ bench-latency: setup
 bench-spark: setup
 	$(BIN)/python -m bench.spark
 
+# rebuild-search / rebuild-cache written by the executors vs plain foreachPartition writers
+# (BENCH_SCALE scales the 3 M-event log)
+bench-rebuild: setup
+	$(BIN)/python -m bench.rebuild
+
 bench-snapshot: setup
 	$(BIN)/python -m bench.snapshot
 
@@ -73,7 +78,7 @@ bench-snapshot: setup
 bench-tables: setup
 	$(BIN)/python -m bench.tables
 
-bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-snapshot bench-tables
+bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-rebuild bench-snapshot bench-tables
 
 # The pgoutput decoder fuzzed for FUZZ_SECONDS (atheris), then the whole pipeline under
 # faults (python -m chaos; CHAOS_ARGS="--short" for the quick version). Needs root for the

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
@@ -23,6 +24,9 @@ from .materialize import POSITION_COLUMNS
 from .source import LogSource
 from .state import TableHistory, text_state
 from .typed import typed_state
+
+if TYPE_CHECKING:
+    from .task_writes import TaskCounts
 
 
 @dataclass(slots=True)
@@ -35,6 +39,7 @@ class TableResult:
     path: Path | str  # a dataset's directory, or where a rebuild wrote
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    tasks: TaskCounts | None = None  # a rebuild: what each Spark task wrote
 
 
 def output_dir(output: Path, as_of_lsn: int | None) -> Path:

@@ -4,13 +4,16 @@ For each table, every alias its OpenSearch connector writes (a view's target, el
 ``alias``/``index`` template) is rebuilt:
 
 1. note the log's end offsets, materialize the table below them (``state``);
-2. feed the state to the connector's own ``OpenSearchSink`` (same views, ids, mappings,
-   external versions) writing through a temporary alias ``<alias>_rebuild_<stamp>``, so
-   the new index is ``<alias>_rebuild_<stamp>-1``;
-3. refresh and check its document count against the rows the views keep;
+2. create the new index ``<alias>_rebuild_<stamp>-1`` behind a temporary alias
+   ``<alias>_rebuild_<stamp>``; then every Spark task feeds its partition of the state to
+   an ``OpenSearchSink`` of its own — the connector's sink, with the same views, ids,
+   mappings and external versions — writing through the temporary alias
+   (``task_writes``, ``search_tasks``); the driver collects only the tasks' counts;
+3. refresh and check the new index's document count against the rows the views kept;
 4. one ``_aliases`` call: the temporary alias removed, the real alias moved from the old
    index to the new one (as write index);
-5. catch up: the events appended since step 1 are replayed through the real alias. The
+5. catch up: the events appended since step 1 — read from the end offsets it noted, by
+   assignment (``log_range``) — are replayed through the real alias. The
    streaming connector kept writing to the old index until the swap, and writes to the
    new one after it; every write carries its external version, so whatever arrives
    twice or late is a no-op and no concurrent write is lost.
@@ -27,10 +30,10 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from cdc.log import Log, StartAt
+from cdc.log import Log, Message
 from connectors.opensearch.client import make_client
 from connectors.opensearch.columns import SchemaTopicColumns
 from connectors.opensearch.config import OpenSearchSinkConfig
@@ -38,15 +41,15 @@ from connectors.opensearch.names import index_name
 from connectors.opensearch.sink import OpenSearchSink
 from connectors.placeholders import NameTemplate, TableNames
 from connectors.runtime.events import decode_batch
-from derived import ViewDefinition, apply_view
+from derived import ViewDefinition
 
+from .log_range import read_range
 from .materialize import OP_COLUMN
 from .materialize_job import TableResult
-from .sink_events import state_events
+from .search_tasks import SearchRecipe, create_indices, known_column_types
 from .source import EndOffsets, LogSource
 from .state import ReplayError, TableHistory, text_state
-
-CATCH_UP_TIMEOUT_S = 120.0
+from .task_writes import ShippedConfig, StateFeed, TaskCounts, spread, write_from_tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +100,12 @@ def rebuild_table(spark: SparkSession, source: LogSource, history: TableHistory,
     log = source.open_log()
     client = make_client(config)
     try:
-        expected = _load(state, history, topic, log, source,
-                         rebuild_config(config, plans), plans)
-        new_indices = {plan.alias: _check_count(client, plan, expected[plan.alias])
+        counts = load(spread(state), history, topic, log, source, rebuild_config(config, plans),
+                      plans, client)
+        new_indices = {plan.alias: _check_count(client, plan, counts.total(plan.alias))
                        for plan in plans}
         old_indices = _swap(client, plans, new_indices)
-        _catch_up(log, source, topic, ends, config, stamp)
+        catch_up(log, source, topic, ends, config, stamp)
         if drop_old:
             for old in {index for indices in old_indices.values() for index in indices}:
                 client.indices.delete(index=old, ignore_unavailable=True)
@@ -111,14 +114,14 @@ def rebuild_table(spark: SparkSession, source: LogSource, history: TableHistory,
         log.close()
         spark.catalog.clearCache()
     seconds = time.perf_counter() - started
-    return [TableResult(f"{history.name} -> {plan.alias}", expected[plan.alias], "-",
+    return [TableResult(f"{history.name} -> {plan.alias}", counts.total(plan.alias), "-",
                         _path(new_indices[plan.alias], old_indices.get(plan.alias, []),
-                              drop_old), seconds) for plan in plans]
+                              drop_old, counts), seconds, tasks=counts) for plan in plans]
 
 
-def _path(new: str, old: list[str], dropped: bool) -> str:
+def _path(new: str, old: list[str], dropped: bool, counts: TaskCounts) -> str:
     was = ", ".join(old) or "none"
-    return f"{new} (was {was}{', dropped' if dropped and old else ''})"
+    return f"{new} (was {was}{', dropped' if dropped and old else ''}; {counts.describe()})"
 
 
 def _sink(config: OpenSearchSinkConfig, log: Log, source: LogSource, group: str
@@ -129,26 +132,20 @@ def _sink(config: OpenSearchSinkConfig, log: Log, source: LogSource, group: str
     return sink
 
 
-def _load(state: Any, history: TableHistory, topic: str, log: Log, source: LogSource,
-          config: OpenSearchSinkConfig, plans: Sequence[AliasPlan]) -> dict[str, int]:
-    """Feed the state to a sink writing the temporary aliases; documents per alias."""
-    expected = {plan.alias: 0 for plan in plans}
-    sink = _sink(config, log, source, f"replay-search-schemas-{plans[0].temporary}")
-    try:
-        for batch in state_events(state, history, topic, config.bulk_size):
-            result = sink.write(batch)
-            if result.rejected:
-                first = result.rejected[0]
-                raise ReplayError(f"OpenSearch refused {len(result.rejected)} document(s) of "
-                                  f"{history.name}, for example key {first.event.key}: "
-                                  f"{first.reason}")
-            for event in batch:
-                for plan in plans:
-                    if apply_view(plan.view, event.event["after"]) is not None:
-                        expected[plan.alias] += 1
-    finally:
-        sink.close()
-    return expected
+def load(state: DataFrame, history: TableHistory, topic: str, log: Log, source: LogSource,
+         config: OpenSearchSinkConfig, plans: Sequence[AliasPlan],
+         client: OpenSearch) -> TaskCounts:
+    """Write ``state`` from its Spark tasks (one per partition) through ``config`` (the
+    temporary aliases); their counts, documents per real alias. A refused document fails
+    the rebuild."""
+    create_indices(client, config, [plan.temporary for plan in plans])
+    types = known_column_types(log, source.schema_topic,
+                               f"replay-search-schemas-{plans[0].temporary}", history)
+    recipe = SearchRecipe(ShippedConfig.of(config), source.topic_prefix, types,
+                          tuple((plan.temporary, plan.alias) for plan in plans))
+    counts = write_from_tasks(state, StateFeed(history, topic, config.bulk_size, recipe))
+    counts.check("OpenSearch", "document(s)", history.name)
+    return counts
 
 
 def _check_count(client: OpenSearch, plan: AliasPlan, expected: int) -> str:
@@ -183,33 +180,34 @@ def _swap(client: OpenSearch, plans: Sequence[AliasPlan],
     return old
 
 
-def _catch_up(log: Log, source: LogSource, topic: str, ends: EndOffsets,
-              config: OpenSearchSinkConfig, stamp: str) -> int:
-    """Replay the events appended since the state was taken through the real aliases."""
+def catch_up(log: Log, source: LogSource, topic: str, ends: EndOffsets,
+             config: OpenSearchSinkConfig, stamp: str) -> int:
+    """Replay the events appended since the state was taken (from ``ends`` on, up to the
+    end offsets now) through the real aliases; how many."""
     now = source.end_offsets(topic)
-    pending = {p: end for p, end in now.items() if end > ends.get(p, 0)}
-    if not pending:
+    if all(end <= ends.get(p, 0) for p, end in now.items()):
         return 0
     sink = _sink(config, log, source, f"replay-search-catch-up-schemas-{stamp}")
-    consumer = log.consumer(f"replay-search-{stamp}", topics=[topic], start=StartAt.earliest())
     replayed = 0
-    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     try:
-        while pending:
-            if time.monotonic() > deadline:
-                raise ReplayError(f"catching up {topic} did not reach offsets {pending} within "
-                                  f"{CATCH_UP_TIMEOUT_S:.0f}s; the alias was moved already, "
-                                  "the streaming connector will fill the gap")
-            messages = consumer.poll(config.bulk_size, timeout=0.5)
-            newer = [m for m in messages if m.offset >= ends.get(m.partition, 0)
-                     and m.offset < now.get(m.partition, 0)]
-            for message in messages:
-                if message.offset + 1 >= pending.get(message.partition, -1) >= 0:
-                    pending.pop(message.partition, None)
-            if newer:
-                sink.write(decode_batch(newer).events)
-                replayed += len(newer)
+        batch: list[Message] = []
+        for message in read_range(source, topic, ends, now):
+            batch.append(message)
+            if len(batch) >= config.bulk_size:
+                replayed += _replay(sink, batch, topic)
+                batch = []
+        if batch:
+            replayed += _replay(sink, batch, topic)
     finally:
-        consumer.close()
         sink.close()
     return replayed
+
+
+def _replay(sink: OpenSearchSink, messages: list[Message], topic: str) -> int:
+    result = sink.write(decode_batch(messages).events)
+    if result.rejected:
+        first = result.rejected[0]
+        raise ReplayError(f"catching up {topic}: OpenSearch refused {len(result.rejected)} "
+                          f"document(s), for example key {first.event.key}: {first.reason} "
+                          "(the alias was moved already)")
+    return len(messages)

@@ -1,8 +1,13 @@
 """The Spark session of a ``cdc replay`` job: the configured master (``local[*]`` by
-default) and settings, Spark's Kafka source jars when the log is Kafka, loopback only."""
+default) and settings, Spark's Kafka source jars when the log is Kafka, loopback only.
+
+With a local master, Python workers run this interpreter (``PYSPARK_PYTHON`` unless set):
+the rebuilds' tasks import the connectors, which ``python3`` on the PATH may not have."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +32,8 @@ def spark_session(master: str, conf: Mapping[str, object], *, app_name: str,
     if active is not None:
         yield active
         return
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     settings: dict[str, object] = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
     settings.update(conf)

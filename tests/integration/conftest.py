@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -90,6 +91,7 @@ def spark(spark_kafka_jar_paths: list[Path],
     classpath (a JVM's jars are fixed when the first session starts)."""
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import the connectors
     session = (SparkSession.builder.master("local[2]").appName("distributary-tests")
                .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
                .config("spark.ui.enabled", "false")

@@ -1,10 +1,13 @@
 """``cdc replay rebuild-search`` and ``rebuild-cache`` against the streaming sinks: the
 rebuilt documents and keys equal what the OpenSearch and Redis sinks write for the same
 events, and an alias swap while the capture and the streaming sink keep running loses no
-write."""
+write. The rows are written by the Spark tasks (their counts come back from worker
+processes, one per partition), and the catch-up reads only what follows the offsets the
+rebuild noted, on both log backends."""
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -21,17 +24,24 @@ from psycopg.rows import dict_row
 
 from cdc.capture.runner import Capture
 from cdc.config import load_config
-from cdc.log import StartAt
+from cdc.log import Position, Record, StartAt
 from cdc.log.file import FileLog
+from cdc.log.kafka import KafkaLog
 from connectors.contract import Sink
 from connectors.opensearch.config import OpenSearchSinkConfig
 from connectors.opensearch.sink import OpenSearchSink
 from connectors.redis.config import RedisSinkConfig
 from connectors.redis.sink import RedisSink
 from connectors.runtime.events import decode_batch
+from spark_pipelines.cache_rebuild import rebuild_cache_table
+from spark_pipelines.log_range import read_range
+from spark_pipelines.search_rebuild import catch_up, rebuild_table
+from spark_pipelines.source import LogSource
+from spark_pipelines.state import load_histories
+from spark_pipelines.task_writes import TaskCounts
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
 
-from .test_replay_materialize import current_lsn, replay, wait_captured, workload
+from .test_replay_materialize import current_lsn, replay, rows_of, wait_captured, workload
 
 pytestmark = pytest.mark.integration
 __all__ = ["capture_env", "run_capture"]
@@ -184,3 +194,99 @@ def test_rebuilds_equal_the_streaming_sinks(
     assert values == {k: v for k, v in streamed_cache.items() if not k.startswith(b"_cdc_")}
     versions = {k for k in rebuilt_cache if k.startswith(b"_cdc_version:")}
     assert versions and versions <= set(streamed_cache)
+
+
+def assert_written_by_tasks(counts: TaskCounts | None, rows: int) -> None:
+    """Every row came from a Spark task in a Python worker, at least two tasks wrote."""
+    assert counts is not None
+    busy = [task for task in counts.tasks if task.rows]
+    assert len(busy) >= 2, counts
+    assert sum(task.rows for task in counts.tasks) == rows
+    assert all(task.pid != os.getpid() and task.stage >= 0 and task.attempt >= 0
+               for task in counts.tasks), "a count did not come from an executor task"
+    assert len({task.partition for task in busy}) == len(busy)
+
+
+def test_rebuilds_write_from_the_tasks_and_catch_up_from_the_noted_offsets(
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any,
+        opensearch_url: str, redis_url: str, unique_name: str) -> None:
+    env = capture_env
+    add_connectors(env, opensearch_url, redis_url, unique_name)
+    config = load_config(env.config_path)
+    search_config = cast(OpenSearchSinkConfig, config.connectors[0].config)
+    cache_config = cast(RedisSinkConfig, config.connectors[1].config)
+    env.sql("CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), "
+            "at timestamptz, flag bool, note text)")
+    run_capture()
+    workload(env, random.Random(11), 20, 1, with_note=True)
+    wait_captured(env, current_lsn(env))
+    source = LogSource.of(config)
+    topic = env.topic("items")
+    history = load_histories(spark, source)[TABLE]
+    client = OpenSearch(hosts=[opensearch_url])
+    cache = redis.Redis.from_url(redis_url)
+    alias = f"{unique_name}_flagged"
+
+    [search] = rebuild_table(spark, source, history, search_config, drop_old=False,
+                             stamp="tasks")
+    live = rows_of(env)
+    assert_written_by_tasks(search.tasks, len(live))
+    flagged = {str(row["id"]) for row in live if row["flag"]}
+    assert search.rows == len(flagged) and set(documents(client, alias)) == flagged
+    assert "written by" in str(search.path)
+
+    cached = rebuild_cache_table(spark, source, history, cache_config)
+    deleted = cached.tasks.deleted if cached.tasks else 0
+    assert_written_by_tasks(cached.tasks, len(live) + deleted)
+    values = {k for k in redis_state(cache, unique_name) if not k.startswith(b"_cdc_")}
+    assert cached.rows == len(live) == len(values)
+
+    # the catch-up reads from the offsets noted before: only what was appended since
+    noted = source.end_offsets(topic)
+    workload(env, random.Random(12), 8, 5000, with_note=True)
+    wait_captured(env, current_lsn(env))
+    now = source.end_offsets(topic)
+    appended = sum(end - noted.get(p, 0) for p, end in now.items())
+    assert 0 < appended < sum(now.values())
+    read = list(read_range(source, topic, noted, now))
+    assert len(read) == appended
+    assert all(noted.get(m.partition, 0) <= m.offset < now[m.partition] for m in read)
+    log = source.open_log()
+    try:
+        assert catch_up(log, source, topic, noted, search_config, "tasks") == appended
+    finally:
+        log.close()
+    assert set(documents(client, alias)) == {str(r["id"]) for r in rows_of(env) if r["flag"]}
+
+
+def _ranges(source: LogSource, topic: str) -> None:
+    got = list(read_range(source, topic, {0: 3, 1: 5}, {0: 8, 1: 9, 2: 4}))
+    assert [(m.partition, m.offset) for m in got] == (
+        [(0, o) for o in range(3, 8)] + [(1, o) for o in range(5, 9)]
+        + [(2, o) for o in range(4)])
+    assert all(m.value == b'{"p":%d,"o":%d}' % (m.partition, m.offset) for m in got)
+
+
+def _fill(log: Any, topic: str) -> None:
+    """Ten records in each of three partitions; the caller closes the log (its producer)."""
+    log.admin().create_topic(topic, 3)
+    producer = log.producer()
+    producer.append([Record(topic, b'"k"', b'{"p":%d,"o":%d}' % (p, o), Position(o + 1, p),
+                            partition=p) for p in range(3) for o in range(10)])
+
+
+def test_read_range_starts_at_the_given_offsets_on_both_backends(
+        tmp_path: Path, kafka_bootstrap: str, unique_name: str) -> None:
+    topic = f"{unique_name}.public.items"
+    file_log = FileLog(tmp_path / "log")
+    try:
+        _fill(file_log, topic)
+    finally:
+        file_log.close()
+    _ranges(LogSource("file", unique_name, path=tmp_path / "log"), topic)
+    kafka_log = KafkaLog([kafka_bootstrap])
+    try:
+        _fill(kafka_log, topic)
+    finally:
+        kafka_log.close()
+    _ranges(LogSource("kafka", unique_name, bootstrap_servers=(kafka_bootstrap,)), topic)
