@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables chaos clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -73,6 +73,10 @@ bench-rebuild: setup
 
 bench-snapshot: setup
 	$(BIN)/python -m bench.snapshot
+
+# cdc reconcile of a 1 M-row table (BENCH_SCALE scales it) vs COPY + scroll + SCAN/MGET
+bench-reconcile: setup
+	$(BIN)/python -m bench.reconcile
 
 # 2,000 tables x 3 partitions under ulimit -n 1024 (BENCH_TABLES, BENCH_SCALE scale it)
 bench-tables: setup

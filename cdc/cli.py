@@ -23,6 +23,8 @@ from cdc.pipeline import run
 LAYERED_COMMANDS = (
     LazyCommand("connect", "connectors.commands:connect",
                 "Feed the configured sinks from the log."),
+    LazyCommand("reconcile", "connectors.reconcile.command:reconcile",
+                "Compare the sinks with the database; repair drift."),
     LazyCommand("replay", "spark_pipelines.commands:replay",
                 "Spark jobs over the log: materialize, state-as-of, rebuild..."),
 )

@@ -44,6 +44,8 @@ def main(duration: float) -> None:
         console.print("demo: interrupted; everything it started is stopped")
         sys.exit(130)
     console.print(f"[bold]demo[/]: took {time.monotonic() - started:.0f} s")
+    if result.reconcile:
+        print(result.reconcile, flush=True)
     print(result.line, flush=True)
     sys.exit(0 if not result.problems else 1)
 

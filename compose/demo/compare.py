@@ -1,19 +1,11 @@
-"""Read every copy of the shop (OpenSearch, Redis, Spark output) and diff it with
-PostgreSQL, row for row, after bringing values to one form (``shop.normalize``)."""
+"""Diff the Spark output of the shop with PostgreSQL, row for row, after bringing values
+to one form (``shop.normalize``). OpenSearch and Redis are checked by ``cdc reconcile``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any
-
-import redis
-import sqlalchemy as sa
-from opensearchpy import OpenSearch
 
 from . import shop
-
-Tables = dict[str, dict[str, shop.Row]]
 
 
 def diff_rows(what: str, want: Mapping[str, shop.Row], got: Mapping[str, shop.Row],
@@ -39,54 +31,3 @@ def diff_rows(what: str, want: Mapping[str, shop.Row], got: Mapping[str, shop.Ro
 
 def _sort_key(key: str) -> tuple[int, str]:
     return (int(key), "") if key.isdigit() else (0, key)
-
-
-def read_opensearch(url: str, index_prefix: str, tables: tuple[sa.Table, ...]) -> Tables:
-    """Every document of each table's index (``<prefix>_<table>``), normalized."""
-    client = OpenSearch([url])
-    found: Tables = {}
-    try:
-        for table in tables:
-            index = f"{index_prefix}_{table.name}"
-            found[table.name] = {}
-            if not client.indices.exists(index=index):
-                continue
-            client.indices.refresh(index=index)
-            hits = client.search(index=index, body={"query": {"match_all": {}},
-                                                    "size": 10_000})["hits"]["hits"]
-            for hit in hits:
-                found[table.name][str(hit["_id"])] = shop.normalize(table, hit["_source"])
-    finally:
-        client.close()
-    return found
-
-
-def read_redis(url: str, key_prefix: str, tables: tuple[sa.Table, ...]) -> Tables:
-    """Every cached row of each table (keys ``<prefix>:<table>:<key>``), normalized."""
-    client = redis.Redis.from_url(url)
-    found: Tables = {}
-    try:
-        for table in tables:
-            head = f"{key_prefix}:{table.name}:"
-            rows = found[table.name] = {}
-            for key in client.scan_iter(match=head + "*", count=1000):
-                value: Any = client.get(key)
-                if value is not None:
-                    rows[key.decode()[len(head):]] = shop.normalize(table, json.loads(value))
-    finally:
-        client.close()
-    return found
-
-
-def cached_tables(topic_pattern: str | None, topics: tuple[str, ...] | None,
-                  topic_prefix: str) -> tuple[sa.Table, ...]:
-    """The shop tables a connector reads (its topic list or pattern)."""
-    import re
-
-    chosen = []
-    for table in shop.TABLES:
-        topic = f"{topic_prefix}.public.{table.name}"
-        matches = topic_pattern is not None and re.search(topic_pattern, topic) is not None
-        if topic in (topics or ()) or matches:
-            chosen.append(table)
-    return tuple(chosen)

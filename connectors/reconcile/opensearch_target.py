@@ -1,0 +1,136 @@
+"""Reconciling an OpenSearch connector: documents by ``_id``, versions are external.
+
+A chunk is read with one ``ids`` search (fast, but it sees documents as of the last
+refresh); rechecks and extras read in real time (``mget``), so a write not yet
+refreshed is never reported."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConflictError, NotFoundError
+
+from connectors.opensearch.client import make_client
+from connectors.opensearch.config import OpenSearchSinkConfig
+from connectors.opensearch.names import index_name
+from connectors.opensearch.sink import MAX_ID_BYTES
+from connectors.placeholders import NameTemplate, TableNames
+from derived import ViewDefinition, apply_view, encode_key
+
+from .compare import Record, StoredRecord
+from .source import SourceRow
+
+SCROLL = "2m"
+PAGE = 2000
+
+
+def alias_of(config: OpenSearchSinkConfig, names: TableNames,
+             view: ViewDefinition | None) -> str:
+    """The alias the sink writes the table's documents through (as ``OpenSearchSink``)."""
+    if view is not None:
+        return view.target
+    template = config.alias if config.alias is not None else config.index
+    return index_name(NameTemplate(template).render(names))
+
+
+class OpenSearchTarget:
+    """One table through one view in one OpenSearch connector."""
+
+    missing_is_drift = True
+
+    def __init__(self, connector: str, config: OpenSearchSinkConfig, names: TableNames,
+                 view: ViewDefinition | None, client: OpenSearch | None = None) -> None:
+        self.alias = alias_of(config, names, view)
+        self.label = f"{connector} index {self.alias}"
+        self._view = view
+        self._client = client or make_client(config)
+
+    def sink_id(self, row: SourceRow) -> str | None:
+        """The row's ``_id``; ``None`` past OpenSearch's limit (the sink dead-letters it)."""
+        doc_id = encode_key(row.key)
+        return doc_id if len(doc_id.encode()) <= MAX_ID_BYTES else None
+
+    def expected(self, rows: Sequence[SourceRow]) -> dict[str, Record | None]:
+        """``_id`` → document (``None``: the view filters the row out)."""
+        out: dict[str, Record | None] = {}
+        for row in rows:
+            doc_id = self.sink_id(row)
+            if doc_id is not None:
+                out[doc_id] = apply_view(self._view, row.after)
+        return out
+
+    def read(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
+        """The documents of ``ids``: one ``ids`` search (documents refreshed by now;
+        a difference it shows is read again in real time by ``read_now``)."""
+        if not ids:
+            return {}
+        try:
+            found = self._client.search(
+                index=self.alias, size=len(ids), version=True,
+                body={"query": {"ids": {"values": list(ids)}}})
+        except NotFoundError:
+            return {}
+        return {str(hit["_id"]): StoredRecord(hit["_source"], int(hit["_version"]))
+                for hit in found["hits"]["hits"]}
+
+    def read_now(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
+        """The documents of ``ids`` as they are now (one realtime ``mget``)."""
+        if not ids:
+            return {}
+        found = self._client.mget(body={"ids": list(ids)}, index=self.alias, realtime=True)
+        out: dict[str, StoredRecord] = {}
+        for doc in found["docs"]:
+            error = doc.get("error")
+            if error:
+                if _index_missing(error):
+                    return {}
+                raise RuntimeError(f"OpenSearch could not read document {doc.get('_id')!r} "
+                                   f"of {self.alias}: {error}")
+            if doc.get("found"):
+                out[str(doc["_id"])] = StoredRecord(doc["_source"], int(doc["_version"]))
+        return out
+
+    def versions(self, ids: Sequence[str]) -> Mapping[str, int | None]:
+        """The versions of the documents of ``ids`` that exist."""
+        return {doc_id: stored.version for doc_id, stored in self.read_now(ids).items()}
+
+    def listing(self) -> Iterator[tuple[str, int | None]]:
+        """Every document of the alias: a scroll of ids and versions, no sources."""
+        try:
+            page: dict[str, Any] = self._client.search(
+                index=self.alias, scroll=SCROLL, size=PAGE,
+                body={"query": {"match_all": {}}, "sort": ["_doc"], "_source": False,
+                      "version": True})
+        except NotFoundError:
+            return
+        scroll_id = page.get("_scroll_id")
+        try:
+            while page["hits"]["hits"]:
+                for hit in page["hits"]["hits"]:
+                    yield str(hit["_id"]), int(hit["_version"])
+                page = self._client.scroll(scroll_id=scroll_id, scroll=SCROLL)
+                scroll_id = page.get("_scroll_id")
+        finally:
+            if scroll_id:
+                self._client.clear_scroll(scroll_id=scroll_id, ignore=(404,))
+
+    def delete(self, sink_id: str, version: int) -> bool:
+        """An external-versioned delete (``external_gte``: a newer document wins)."""
+        try:
+            self._client.delete(index=self.alias, id=sink_id, version=version,
+                                version_type="external_gte", refresh=False)
+        except ConflictError:
+            return False
+        except NotFoundError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Close the client."""
+        self._client.close()
+
+
+def _index_missing(error: Any) -> bool:
+    return isinstance(error, dict) and error.get("type") == "index_not_found_exception"

@@ -1,0 +1,88 @@
+"""Which tables to check against which connectors: the publication's tables whose topic
+a chosen connector consumes (``--connector``, ``--table`` narrow it down)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cdc.capture import session
+from cdc.capture.slot import split_table
+from cdc.capture.topics import published_tables
+from cdc.config import ConnectorConfig, PipelineConfig
+
+SUPPORTED = ("opensearch", "redis")
+
+
+class PlanError(ValueError):
+    """The options name something the pipeline does not have (a usage error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TablePlan:
+    """One table, its topic, and the connectors that feed a sink from it."""
+
+    schema: str
+    name: str
+    topic: str
+    connectors: tuple[ConnectorConfig, ...]
+
+    @property
+    def table(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+def checkable(connector: ConnectorConfig) -> str | None:
+    """Why ``connector`` cannot be reconciled, or ``None`` when it can."""
+    if connector.type not in SUPPORTED:
+        return f"a {connector.type} sink keeps no records to compare"
+    if getattr(connector.config, "mode", "upsert") != "upsert":
+        return "mode: invalidate keeps no values to compare"
+    return None
+
+
+def consumes(connector: ConnectorConfig, topic: str) -> bool:
+    """True when ``connector`` reads ``topic``."""
+    if connector.topics is not None:
+        return topic in connector.topics
+    return connector.topic_pattern is not None and re.fullmatch(
+        connector.topic_pattern, topic) is not None
+
+
+def plan_tables(config: PipelineConfig, names: Sequence[str],
+                tables: Sequence[str]) -> list[TablePlan]:
+    """The tables to check, each with its connectors; ``PlanError`` for bad options."""
+    known = {connector.name: connector for connector in config.connectors}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise PlanError(f"no connector named {', '.join(map(repr, unknown))}; configured: "
+                        f"{', '.join(known) or '(none)'}")
+    if names:
+        chosen = [known[name] for name in dict.fromkeys(names)]
+        for connector in chosen:
+            reason = checkable(connector)
+            if reason is not None:
+                raise PlanError(f"--connector {connector.name}: cannot reconcile it ({reason})")
+    else:
+        chosen = [c for c in config.connectors if checkable(c) is None]
+    if not chosen:
+        raise PlanError("the pipeline file has no opensearch or redis connector (mode: "
+                        "upsert) to reconcile")
+    with session.connect(config.source.conninfo()) as conn:
+        published = published_tables(conn, config.source.publication)
+    wanted = [split_table(table) for table in dict.fromkeys(tables)]
+    missing = [f"{s}.{t}" for s, t in wanted if (s, t) not in published]
+    if missing:
+        raise PlanError(f"--table {', '.join(missing)}: not in publication "
+                        f"{config.source.publication!r}")
+    plans: list[TablePlan] = []
+    for schema, table in wanted or published:
+        topic = config.topic_for(schema, table)
+        feeding = tuple(c for c in chosen if consumes(c, topic))
+        if feeding:
+            plans.append(TablePlan(schema, table, topic, feeding))
+        elif wanted:
+            raise PlanError(f"--table {schema}.{table}: no chosen connector consumes its "
+                            f"topic {topic}")
+    return plans

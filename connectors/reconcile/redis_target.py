@@ -1,0 +1,158 @@
+"""Reconciling a Redis connector: keys from the connector's template, versions in their
+``_cdc_version:`` keys, deletes through the sink's own compare-and-set script."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import orjson
+import redis
+
+from connectors.placeholders import TableNames
+from connectors.redis import scripts
+from connectors.redis.config import RedisSinkConfig
+from connectors.redis.keys import KeyTemplates
+from connectors.redis.truncate import TRUNCATE_PREFIX, VERSION_PREFIX
+from derived import ViewDefinition, apply_view
+from derived.values import text_of
+
+from .compare import Record, StoredRecord
+from .source import SourceRow
+
+SCAN_COUNT = 1000
+
+
+def redis_client(config: RedisSinkConfig) -> redis.Redis:
+    """A client for the connector's Redis."""
+    timeout = config.timeout.total_seconds()
+    password = config.password.get_secret_value() if config.password else None
+    return redis.Redis.from_url(config.url, password=password, socket_timeout=timeout,
+                                socket_connect_timeout=timeout)
+
+
+def _ms(duration: timedelta | None) -> int:
+    return int(duration.total_seconds() * 1000) if duration is not None else 0
+
+
+class RedisTarget:
+    """One table through one view in one Redis connector (``mode: upsert``)."""
+
+    def __init__(self, connector: str, config: RedisSinkConfig, names: TableNames,
+                 view: ViewDefinition | None, client: redis.Redis | None = None) -> None:
+        self._keys = KeyTemplates(config.key_template).table(names, view)
+        self.label = f"{connector} redis"
+        self.missing_is_drift = config.ttl is None  # an expired key is no drift
+        self._view = view
+        self._hash = config.value_format == "hash"
+        ttl, tombstone = _ms(config.ttl), _ms(config.tombstone_retention)
+        self._ttls = (ttl, ttl + tombstone if ttl and tombstone else 0, tombstone)
+        self._client = client or redis_client(config)
+        self._script = self._client.register_script(scripts.BATCH)
+
+    def sink_id(self, row: SourceRow) -> str | None:
+        """The row's key."""
+        return self._keys.render(row.key)
+
+    def expected(self, rows: Sequence[SourceRow]) -> dict[str, Record | None]:
+        """Key → value as the sink renders it (``None``: the view filters the row out)."""
+        out: dict[str, Record | None] = {}
+        render = self._keys.render
+        for row in rows:
+            record = apply_view(self._view, row.after)
+            if record is not None and self._hash:
+                record = {name: text_of(value) for name, value in record.items()
+                          if value is not None}
+            out[render(row.key)] = record
+        return out
+
+    def read(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
+        """The values and versions of ``ids`` (one round trip: ``MGET``s, or ``HGETALL``s
+        and an ``MGET`` of the versions)."""
+        if not ids:
+            return {}
+        pipe = self._client.pipeline(transaction=False)
+        if self._hash:
+            for key in ids:
+                pipe.hgetall(key)
+        else:
+            pipe.mget(ids)
+        pipe.mget([VERSION_PREFIX + key for key in ids])
+        replies = pipe.execute()
+        values = replies[:-1] if self._hash else replies[0]
+        out: dict[str, StoredRecord] = {}
+        for key, value, version in zip(ids, values, replies[-1], strict=True):
+            if value:
+                out[key] = StoredRecord(self._record(value), _version(version))
+        return out
+
+    def read_now(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
+        """``read``: Redis has no refresh delay."""
+        return self.read(ids)
+
+    def versions(self, ids: Sequence[str]) -> Mapping[str, int | None]:
+        """The versions of the keys of ``ids`` that hold a value."""
+        if not ids:
+            return {}
+        pipe = self._client.pipeline(transaction=False)
+        for key in ids:
+            pipe.exists(key)
+        pipe.mget([VERSION_PREFIX + key for key in ids])
+        replies = pipe.execute()
+        return {key: _version(version) for key, held, version in
+                zip(ids, replies[:-1], replies[-1], strict=True) if held}
+
+    def listing(self) -> Iterator[tuple[str, int | None]]:
+        """Every value key of the table (one ``SCAN``), with its version."""
+        batch: list[str] = []
+        for raw in self._client.scan_iter(match=self._keys.pattern, count=SCAN_COUNT):
+            key = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if key.startswith((VERSION_PREFIX, TRUNCATE_PREFIX)):
+                continue
+            batch.append(key)
+            if len(batch) >= SCAN_COUNT:
+                yield from self._with_versions(batch)
+                batch = []
+        yield from self._with_versions(batch)
+
+    def _with_versions(self, keys: list[str]) -> Iterator[tuple[str, int | None]]:
+        if keys:
+            found: Any = self._client.mget([VERSION_PREFIX + key for key in keys])
+            yield from zip(keys, map(_version, found), strict=True)
+
+    def delete(self, sink_id: str, version: int) -> bool:
+        """The sink's delete row (``d``) for ``sink_id``: skipped when a newer version is
+        stored or the table was truncated later; leaves a tombstone version."""
+        ttl, value_version_ttl, tombstone_ttl = self._ttls
+        before = self._client.exists(sink_id)
+        reply = self._script(keys=[self._keys.marker, sink_id, VERSION_PREFIX + sink_id],
+                             args=[ttl, value_version_ttl, tombstone_ttl, 1, "d", 1,
+                                   scripts.version_text(version)])
+        if reply:
+            raise RuntimeError(f"Redis refused to delete {sink_id!r}: {reply}")
+        return bool(before) and not self._client.exists(sink_id)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._client.close()
+
+    def _record(self, value: Any) -> Record:
+        if isinstance(value, dict):
+            return {_text(k): _text(v) for k, v in value.items()}
+        try:
+            loaded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {"<not JSON>": _text(value)}
+        return loaded if isinstance(loaded, dict) else {"<not an object>": loaded}
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _version(raw: Any) -> int | None:
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None

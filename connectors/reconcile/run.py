@@ -1,0 +1,106 @@
+"""One table against its connectors: targets built from each connector's config, the
+walk, and the repair of what it found."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc.config import ConnectorConfig, PipelineConfig
+from cdc.extras import MissingExtraError, missing_extra
+from cdc.log import Log
+from cdc.log.open import open_log
+from connectors.placeholders import TableNames
+
+from .catchup import wait_consumed, wait_logged
+from .compare import Kind
+from .plan import TablePlan
+from .repair import delete_extras, request_snapshot
+from .source import KeyText, TableSource
+from .target import Target
+from .walk import CatchUp, TableFindings, TableWalk
+
+_TARGETS = {"opensearch": ("connectors.reconcile.opensearch_target", "OpenSearchTarget"),
+            "redis": ("connectors.reconcile.redis_target", "RedisTarget")}
+
+
+@dataclass
+class TableOutcome:
+    """What the walk found, and what the repair did (one line each)."""
+
+    findings: TableFindings
+    repairs: list[str] = field(default_factory=list)
+
+
+def _target_class(connector: ConnectorConfig) -> Any:
+    module, name = _TARGETS[connector.type]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        extra = missing_extra(exc)
+        if extra is None:
+            raise
+        raise MissingExtraError("cdc reconcile", extra) from None
+
+
+def targets_of(plan: TablePlan, prefix: str) -> Iterator[Target]:
+    """One target per connector and view of the table (or one without a view)."""
+    names = TableNames.of(plan.topic, {"schema": plan.schema, "table": plan.name}, prefix)
+    for connector in plan.connectors:
+        target_class = _target_class(connector)
+        views = [view for view in getattr(connector.config, "views", ())
+                 if view.table == (plan.schema, plan.name)] or [None]
+        for view in views:
+            yield target_class(connector.name, connector.config, names, view)
+
+
+def reconcile_table(config: PipelineConfig, plan: TablePlan, *, repair: bool,
+                    rate: float | None, chunk: int, timeout: float) -> TableOutcome:
+    """Walk ``plan``'s table (see ``walk``) and, with ``repair``, repair what differs."""
+    with ExitStack() as stack:
+        source = TableSource(config.source.conninfo(), plan.schema, plan.name,
+                             config.topic_names)
+        stack.callback(source.close)
+        event_log = open_log(config.log)
+        stack.callback(event_log.close)
+        targets: list[Target] = []
+        for target in targets_of(plan, config.topic_prefix):
+            stack.callback(target.close)
+            targets.append(target)
+
+        def catch_up(lsn: int) -> None:
+            wait_logged(source.conn, config.source.slot, lsn, timeout)
+            for connector in plan.connectors:
+                wait_consumed(event_log, connector.name, [plan.topic], timeout)
+
+        findings = TableWalk(source, targets, catch_up, chunk_rows=chunk, rate=rate).run()
+        outcome = TableOutcome(findings)
+        if repair and findings.differences:
+            _repair(outcome, source, catch_up, event_log, config.topic_prefix)
+        return outcome
+
+
+def _repair(outcome: TableOutcome, source: TableSource, catch_up: CatchUp, event_log: Log,
+            prefix: str) -> None:
+    findings = outcome.findings
+    rows: set[KeyText] = set()
+    for found in findings.targets:
+        extras: list[str] = []
+        for difference in found.differences:
+            key = found.keys.get(difference.sink_id)
+            if difference.kind is Kind.EXTRA and key is None:
+                extras.append(difference.sink_id)
+            elif key is not None:
+                rows.add(key)
+        if extras:
+            deleted = delete_extras(source, found.target, extras, findings.walk_start,
+                                    catch_up)
+            outcome.repairs.append(f"deleted {deleted} of {len(extras)} extra records in "
+                                   f"{found.target.label}")
+    if rows:
+        lsn = request_snapshot(source, sorted(rows), event_log, prefix)
+        outcome.repairs.append(f"requested an incremental snapshot of {len(rows)} rows of "
+                               f"{source.name} (WAL {lsn}); the running capture rewrites them")
