@@ -40,6 +40,11 @@ def set_log_format(log_format: LogFormat) -> None:
     _format = log_format
 
 
+def current_log_format() -> LogFormat:
+    """The format ``configure_logging`` installs (``cdc run`` passes it to its children)."""
+    return _format
+
+
 def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     """The fields a call added with ``extra={…}``."""
     return {key: value for key, value in record.__dict__.items()

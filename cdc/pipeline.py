@@ -1,25 +1,30 @@
-"""``cdc run -c FILE``: the capture and the connectors in one process.
+"""``cdc run -c FILE``: the capture and every connector, each in its own process.
 
-The capture streams into the log in a thread; the connectors read the log in theirs.
-SIGTERM or Ctrl-C stops both: the capture flushes and acknowledges what is durable, each
-connector finishes its batch, flushes its sink and commits its offsets. With a
-``metrics:`` section, ``/metrics``, ``/healthz`` and the status page are served.
+``cdc run`` checks the pipeline file, then supervises ``cdc capture`` and one
+``cdc connect --connector NAME`` per connector as child processes (``cdc.supervisor``):
+they share no interpreter lock, so a busy connector does not slow the capture. A child
+that exits is started again with backoff; one that exits with a configuration error or
+an error a restart cannot fix (a lost slot without ``--recreate-lost-slot``) stops the
+pipeline with that error. SIGTERM or Ctrl-C stops every child cleanly: the capture
+flushes and acknowledges what is durable, each connector finishes its batch, flushes its
+sink and commits its offsets. With a ``metrics:`` section, ``/metrics``, ``/healthz`` and
+the status page of the whole pipeline are served on ``metrics.port``.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import sys
+import tempfile
 from pathlib import Path
 
 import click
 
 from cdc.capture.commands import stop_on_signals
-from cdc.capture.runner import Capture, CaptureSettings
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
-from cdc.log.open import open_log
-from cdc.logsetup import configure_logging, protect_secrets
+from cdc.log.open import check_backend
+from cdc.logsetup import configure_logging, current_log_format, protect_secrets
 
 log = logging.getLogger(__name__)
 
@@ -31,46 +36,47 @@ log = logging.getLogger(__name__)
               "snapshot the tables again instead of stopping with an error.")
 def run(config_path: Path, recreate_lost_slot: bool) -> None:
     """Capture changes into the log and feed every configured connector."""
-    from cdc.observability import start_observability
-    from connectors.commands import run_connectors
-    from connectors.runtime import RuntimeMetrics
+    from cdc.supervisor import (
+        ChildEndpoints,
+        ChildProcess,
+        ChildSpec,
+        PipelineEndpoint,
+        PipelineView,
+        Supervisor,
+        child_specs,
+    )
 
     configure_logging()
     config = load_config_or_exit(config_path)
     protect_secrets(config)
-    event_log = open_log(config.log)
     stop = stop_on_signals()
-    failure: list[BaseException] = []
-    capture = Capture(config, event_log, CaptureSettings(recreate_lost_slot=recreate_lost_slot))
+    names = [connector.name for connector in config.connectors]
+    specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot)
+    log_format = current_log_format()
+    with tempfile.TemporaryDirectory(prefix="distributary-run-") as scratch:
+        port_files = {spec.name: Path(scratch) / f"child-{number}.port"
+                      for number, spec in enumerate(specs)}
 
-    def capture_thread() -> None:
+        def launch(spec: ChildSpec) -> ChildProcess:
+            port_file = None if config.metrics is None else port_files[spec.name]
+            return ChildProcess(spec, log_format, port_file)
+
+        supervisor = Supervisor(specs, launch)
+        endpoint = None
         try:
-            capture.run(stop)
-        except BaseException as exc:  # reported below, after the connectors drained
-            failure.append(exc)
-            stop.set()
-
-    thread = threading.Thread(target=capture_thread, name="capture")
-    metrics = RuntimeMetrics()
-    thread.start()
-    observability = None
-    try:
-        observability = start_observability(config, metrics, capture=capture.stats,
-                                            capture_alive=thread.is_alive,
-                                            connectors=config.connectors)
-        if config.connectors:
-            watch = observability.connectors if observability is not None else None
-            run_connectors(config, list(config.connectors), event_log, stop, metrics,
-                           on_start=None if watch is None else watch.attach)
-        else:
-            stop.wait()
-    except DistributaryError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        stop.set()
-        thread.join()
-        if observability is not None:
-            observability.stop()
-        event_log.close()
-    if failure:
-        raise click.ClickException(f"the capture failed: {failure[0]}")
+            check_backend(config.log)
+            if config.metrics is not None:
+                token = config.metrics.token
+                view = PipelineView(supervisor.states, ChildEndpoints(
+                    None if token is None else token.get_secret_value()), names)
+                endpoint = PipelineEndpoint(config.metrics, view)
+                endpoint.start()
+            failed = supervisor.run(stop)
+        except DistributaryError as exc:
+            raise click.ClickException(str(exc)) from None
+        finally:
+            if endpoint is not None:
+                endpoint.stop()
+    if failed is not None:  # status 2 or 3: what the child exited with
+        click.echo(f"Error: {failed.name} {failed.describe()}", err=True)
+        sys.exit(failed.status)

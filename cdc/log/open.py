@@ -39,15 +39,24 @@ def open_log(config: LogConfig) -> Log:
     if config.backend == "file":
         assert config.path is not None  # the config model requires it
         return FileLog(config.path, file_settings(config))
+    check_backend(config)
+    from .kafka import KafkaLog
+
+    return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
+                    max_record_bytes=config.max_record_bytes)
+
+
+def check_backend(config: LogConfig) -> None:
+    """Fail now, without opening anything, when ``open_log`` could not open the backend:
+    ``LogError`` for a Kafka log without servers, ``MissingExtraError`` without its extra."""
+    if config.backend == "file":
+        return
     if not config.bootstrap_servers:
         raise LogError("log.bootstrap_servers: required when backend is 'kafka'")
     try:
-        from .kafka import KafkaLog
+        from . import kafka  # noqa: F401
     except ImportError as exc:
         extra = missing_extra(exc)
         if extra is None:
             raise
         raise MissingExtraError("log.backend 'kafka'", extra) from None
-
-    return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
-                    max_record_bytes=config.max_record_bytes)

@@ -45,12 +45,8 @@ class ObservabilityServer:
         history = SampleHistory(config.sample_interval.total_seconds())
         self._sampler = Sampler(history, self._take_sample)
         routes = Routes(registry, BearerToken(token), self.health, self.status)
-        try:
-            self._endpoint = HttpEndpoint(config.host, config.port, routes)
-        except OSError as exc:
-            raise ConfigError([ConfigProblem(
-                "metrics.port", f"cannot listen on {config.host}:{config.port}: "
-                f"{exc.strerror or exc}; choose another metrics.host/metrics.port")]) from None
+        self._endpoint = listen(config, routes)
+        self.announce = True  # False in a child of ``cdc run``: its supervisor announces
 
     @property
     def address(self) -> tuple[str, int]:
@@ -61,10 +57,8 @@ class ObservabilityServer:
         """Start sampling and serving."""
         self._sampler.start()
         self._endpoint.start()
-        host, port = self.address
-        shown = f"[{host}]" if ":" in host else host
-        log.info("observability endpoint on http://%s:%d/ (/metrics, /healthz, status page)",
-                 shown, port, extra={"host": host, "port": port})
+        if self.announce:
+            announce(self.address)
 
     def stop(self) -> None:
         """Stop serving and sampling; close the probe's connection."""
@@ -101,3 +95,22 @@ class ObservabilityServer:
         reading = self.capture.reading(now)
         return Sample(now, reading.events, reading.lag_bytes, reading.lag_seconds,
                       reading.retained_bytes, lag)
+
+
+def listen(config: MetricsConfig, routes: Routes) -> HttpEndpoint:
+    """An endpoint bound to ``config.host:config.port`` (not serving yet); ``ConfigError``
+    naming ``metrics.port`` when the address cannot be bound."""
+    try:
+        return HttpEndpoint(config.host, config.port, routes)
+    except OSError as exc:
+        raise ConfigError([ConfigProblem(
+            "metrics.port", f"cannot listen on {config.host}:{config.port}: "
+            f"{exc.strerror or exc}; choose another metrics.host/metrics.port")]) from None
+
+
+def announce(address: tuple[str, int]) -> None:
+    """Log where the endpoint listens (one line, with ``host`` and ``port`` as fields)."""
+    host, port = address
+    shown = f"[{host}]" if ":" in host else host
+    log.info("observability endpoint on http://%s:%d/ (/metrics, /healthz, status page)",
+             shown, port, extra={"host": host, "port": port})
