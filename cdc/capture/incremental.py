@@ -38,7 +38,7 @@ from .incremental_log import (
     tables_record,
 )
 from .lsn import format_lsn, parse_lsn
-from .pgoutput import Begin, LogicalMessage, Message, Relation, StreamCommit
+from .pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
 from .shapes import ShapeRegistry
 from .slot import split_table
 from .snapshot import catalog_relation
@@ -164,9 +164,9 @@ class IncrementalSnapshots:
                 assert isinstance(message, Begin)
                 self._xids[message.final_lsn] = message.xid
             return False
-        if kind is StreamCommit:
+        if kind is StreamCommit or kind is CommitPrepared:
             if self._trackers:
-                assert isinstance(message, StreamCommit)
+                assert isinstance(message, StreamCommit | CommitPrepared)
                 self._xids[message.commit_lsn] = message.xid
             return False
         if kind is Relation:

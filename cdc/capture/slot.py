@@ -19,7 +19,7 @@ from .wal_safety import SlotLostError, wal_retention
 log = logging.getLogger(__name__)
 
 __all__ = ["SlotState", "check_slot_health", "drop_lost_slot", "ensure_publication",
-           "ensure_slot", "primary_key", "read_slot", "split_table"]
+           "ensure_slot", "primary_key", "read_slot", "slot_two_phase", "split_table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +58,23 @@ def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
 
 
 def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
-                on_created: Callable[[int, str], None] | None = None) -> SlotState:
+                on_created: Callable[[int, str], None] | None = None,
+                two_phase: bool = False) -> SlotState:
     """Create the pgoutput slot if missing; refuse a slot that cannot be used.
 
     With ``on_created``, a new slot exports a snapshot and ``on_created(consistent_point,
-    snapshot_name)`` runs while that snapshot is valid (the initial snapshot).
+    snapshot_name)`` runs while that snapshot is valid (the initial snapshot). ``two_phase``:
+    a new slot decodes prepared transactions at PREPARE (PostgreSQL 15+); an existing
+    slot keeps what it was created with (``slot_two_phase``).
     """
     state = read_slot(conn, slot)
     if state is None:
         with ReplicationConnection(dsn) as repl:
-            point, snapshot = repl.create_slot(slot, export_snapshot=on_created is not None)
-            log.info("created replication slot %s", slot)
+            point, snapshot = repl.create_slot(slot, export_snapshot=on_created is not None,
+                                               two_phase=two_phase)
+            log.info("created replication slot %s", slot,
+                     extra={"slot": slot, "two_phase": two_phase
+                            and repl.server_version >= 150000})
             if on_created is not None and snapshot is not None:
                 on_created(point, snapshot)
         state = read_slot(conn, slot)
@@ -86,6 +92,17 @@ def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
         raise SourceError(f"slot {slot!r} is in use by another process (pid "
                           f"{state.active_pid}); only one capture may read a slot")
     return state
+
+
+def slot_two_phase(conn: psycopg.Connection[Any], slot: str) -> bool:
+    """True when ``slot`` decodes prepared transactions at PREPARE: PostgreSQL 15+
+    (pgoutput's two-phase support) and ``pg_replication_slots.two_phase``. Such a slot does
+    so whatever the client asks, so the capture must stream it with ``two_phase 'on'``."""
+    if conn.info.server_version < 150000:
+        return False
+    row = conn.execute("SELECT two_phase FROM pg_replication_slots WHERE slot_name = %s",
+                       (slot,)).fetchone()
+    return row is not None and bool(row[0])
 
 
 def drop_lost_slot(conn: psycopg.Connection[Any], slot: str) -> bool:

@@ -42,6 +42,10 @@ class SourceConfig(ConfigModel):
         default=timedelta(seconds=10), description="how often to advance an idle slot; null: never")
     messages_prefixes: tuple[str, ...] = Field(
         default=(), description="pg_logical_emit_message prefixes to capture")
+    two_phase: bool = Field(
+        default=False, description="create the slot with two-phase decoding (PostgreSQL "
+        "15+): a prepared transaction is sent at PREPARE TRANSACTION and held until COMMIT "
+        "PREPARED; its events are the same either way. Applies when the slot is created")
 
     @field_validator("tables")
     @classmethod

@@ -3,7 +3,9 @@
 ``PgOutputDecoder`` keeps the only state the format needs: whether it is inside a stream
 block (protocol 2 puts the transaction's xid first in data messages there) and the
 Relation messages seen so far (data messages refer to a relation by OID and carry no
-column count of their own to check against otherwise). It does no I/O.
+column count of their own to check against otherwise). It does no I/O. Protocol 3 adds the
+two-phase messages (Begin Prepare, Prepare, Commit Prepared, Rollback Prepared, Stream
+Prepare), which PostgreSQL sends only when ``two_phase`` is on.
 
 Every malformed input — truncated, unknown message type or tuple kind, bad length, a
 count that does not fit, trailing bytes, an OID with no Relation yet, stream blocks out
@@ -20,15 +22,20 @@ from cdc.errors import DecodeError
 
 from .messages import (
     Begin,
+    BeginPrepare,
     Column,
     Commit,
+    CommitPrepared,
     LogicalMessage,
     Message,
     OldKind,
     Origin,
+    Prepare,
     Relation,
+    RollbackPrepared,
     StreamAbort,
     StreamCommit,
+    StreamPrepare,
     StreamStart,
     StreamStop,
     Truncate,
@@ -63,6 +70,9 @@ _STREAM_START = struct.Struct(">IB")
 _STREAM_COMMIT = struct.Struct(">IBQQq")
 _STREAM_ABORT = struct.Struct(">II")
 _ABORT_INFO = struct.Struct(">Qq")
+_BEGIN_PREPARE = struct.Struct(">QQqI")  # prepare LSN, end LSN, prepare time, xid; gid
+_PREPARE = struct.Struct(">BQQqI")  # flags, then as Begin Prepare (also Commit Prepared)
+_ROLLBACK_PREPARED = struct.Struct(">BQQqqI")
 
 _K, _N, _O = 0x4B, 0x4E, 0x4F
 _MIN_COLUMN_BYTES = 10  # flags, an empty name's NUL, type OID, type modifier
@@ -91,6 +101,12 @@ class PgOutputDecoder:
             handlers.update({
                 ord("S"): self._stream_start, ord("E"): self._stream_stop,
                 ord("c"): self._stream_commit, ord("A"): self._stream_abort,
+            })
+        if proto_version >= 3:
+            handlers.update({
+                ord("b"): self._begin_prepare, ord("P"): self._prepare,
+                ord("K"): self._commit_prepared, ord("r"): self._rollback_prepared,
+                ord("p"): self._stream_prepare,
             })
         self._handlers = handlers
 
@@ -278,7 +294,50 @@ class PgOutputDecoder:
         expect_size("Stream Abort", end, size)
         return StreamAbort(*_STREAM_ABORT.unpack_from(data, 1))
 
+    # -- protocol 3 two-phase commit ---------------------------------------------------
+    def _begin_prepare(self, data: bytes, end: int) -> Message:
+        self._expect_outside_stream("Begin Prepare")
+        need("Begin Prepare", 1, end, _BEGIN_PREPARE.size, "LSNs, timestamp and xid")
+        prepare_lsn, end_lsn, prepare_ts, xid = _BEGIN_PREPARE.unpack_from(data, 1)
+        gid = self._gid(data, 1 + _BEGIN_PREPARE.size, end, "Begin Prepare")
+        return BeginPrepare(prepare_lsn, end_lsn, prepare_ts, xid, gid)
+
+    def _prepare(self, data: bytes, end: int) -> Message:
+        return Prepare(*self._prepared_fields(data, end, "Prepare"))
+
+    def _commit_prepared(self, data: bytes, end: int) -> Message:
+        return CommitPrepared(*self._prepared_fields(data, end, "Commit Prepared"))
+
+    def _stream_prepare(self, data: bytes, end: int) -> Message:
+        return StreamPrepare(*self._prepared_fields(data, end, "Stream Prepare"))
+
+    def _rollback_prepared(self, data: bytes, end: int) -> Message:
+        self._expect_outside_stream("Rollback Prepared")
+        need("Rollback Prepared", 1, end, _ROLLBACK_PREPARED.size,
+             "flags, LSNs, timestamps and xid")
+        flags, prepare_end, rollback_end, prepare_ts, rollback_ts, xid = \
+            _ROLLBACK_PREPARED.unpack_from(data, 1)
+        gid = self._gid(data, 1 + _ROLLBACK_PREPARED.size, end, "Rollback Prepared")
+        return RollbackPrepared(flags, prepare_end, rollback_end, prepare_ts, rollback_ts, xid,
+                                gid)
+
+    def _prepared_fields(self, data: bytes, end: int, message_type: str
+                         ) -> tuple[int, int, int, int, int, str]:
+        """Prepare, Commit Prepared and Stream Prepare: flags, an LSN, an end LSN, a
+        timestamp, the xid and the gid."""
+        self._expect_outside_stream(message_type)
+        need(message_type, 1, end, _PREPARE.size, "flags, LSNs, timestamp and xid")
+        flags, lsn, end_lsn, ts, xid = _PREPARE.unpack_from(data, 1)
+        return flags, lsn, end_lsn, ts, xid, self._gid(data, 1 + _PREPARE.size, end,
+                                                      message_type)
+
     # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _gid(data: bytes, pos: int, end: int, message_type: str) -> str:
+        gid, pos = read_cstring(data, pos, message_type, "gid")
+        expect_end(message_type, pos, end)
+        return gid
+
     def _xid(self, data: bytes, end: int, message_type: str) -> tuple[int | None, int]:
         if not self._in_stream:
             return None, 1

@@ -5,6 +5,10 @@ Layouts follow PostgreSQL's "Logical Replication Message Formats". LSNs are unsi
 microseconds since 2000-01-01 UTC (``commit_ts``), kept as integers here: formatting them
 is the caller's choice (see ``cdc.capture.codecs.pg_micros_to_iso``).
 
+The two-phase messages (``BeginPrepare``, ``Prepare``, ``CommitPrepared``,
+``RollbackPrepared``, ``StreamPrepare``) come with protocol 3+ on a slot with two-phase
+decoding; ``gid`` is the transaction's ``PREPARE TRANSACTION`` identifier.
+
 ``xid`` on Relation, TypeMsg, Insert, Update, Delete, Truncate and LogicalMessage is the
 transaction id PostgreSQL adds only inside a protocol-2 stream block (between Stream
 Start and Stream Stop); it is ``None`` everywhere else.
@@ -188,9 +192,74 @@ class StreamAbort:
     abort_ts: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BeginPrepare:
+    """``b``: a transaction prepared for two-phase commit (``PREPARE TRANSACTION gid``)
+    follows, its changes then ``Prepare`` (protocol 3, a ``two_phase`` slot)."""
+
+    prepare_lsn: int
+    end_lsn: int
+    prepare_ts: int
+    xid: int
+    gid: str
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """``P``: the transaction begun by ``BeginPrepare`` is prepared; it is neither committed
+    nor rolled back yet (``CommitPrepared`` or ``RollbackPrepared`` says which, later)."""
+
+    flags: int
+    prepare_lsn: int
+    end_lsn: int
+    prepare_ts: int
+    xid: int
+    gid: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPrepared:
+    """``K``: ``COMMIT PREPARED gid``: the prepared transaction ``xid`` committed at
+    ``commit_lsn``; acknowledge ``end_lsn`` once its events are durable."""
+
+    flags: int
+    commit_lsn: int
+    end_lsn: int
+    commit_ts: int
+    xid: int
+    gid: str
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackPrepared:
+    """``r``: ``ROLLBACK PREPARED gid``: the prepared transaction ``xid`` is gone."""
+
+    flags: int
+    prepare_end_lsn: int
+    rollback_end_lsn: int
+    prepare_ts: int
+    rollback_ts: int
+    xid: int
+    gid: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPrepare:
+    """``p``: the streamed transaction ``xid`` is prepared (its changes came in stream
+    blocks); ``CommitPrepared`` or ``RollbackPrepared`` follows later."""
+
+    flags: int
+    prepare_lsn: int
+    end_lsn: int
+    prepare_ts: int
+    xid: int
+    gid: str
+
+
 Message: TypeAlias = (
     Begin | Commit | Origin | Relation | TypeMsg | Insert | Update | Delete | Truncate
-    | LogicalMessage | StreamStart | StreamStop | StreamCommit | StreamAbort
+    | LogicalMessage | StreamStart | StreamStop | StreamCommit | StreamAbort | BeginPrepare
+    | Prepare | CommitPrepared | RollbackPrepared | StreamPrepare
 )
 
 

@@ -123,3 +123,41 @@ ORDERS_OID = 16385
 ORDERS_COLUMNS = [(1, "id", 20, -1), (0, "customer_id", 23, -1), (0, "status", 25, -1),
                   (0, "amount", 1700, 786438), (0, "note", 25, -1), (0, "created_at", 1184, -1)]
 ORDERS = relation(ORDERS_OID, "public", "orders", ORDERS_COLUMNS)
+
+
+def begin_prepare(prepare_lsn: int, end_lsn: int, prepare_ts: int, xid: int, gid: str) -> bytes:
+    """``b``: Int64 prepare LSN, Int64 end LSN, Int64 prepare time, Int32 xid, String gid."""
+    return b"b" + struct.pack(">QQqI", prepare_lsn, end_lsn, prepare_ts, xid) + cstring(gid)
+
+
+def _prepared(kind: bytes, lsn: int, end_lsn: int, ts: int, xid: int, gid: str,
+              flags: int) -> bytes:
+    return kind + bytes([flags]) + struct.pack(">QQqI", lsn, end_lsn, ts, xid) + cstring(gid)
+
+
+def prepare(prepare_lsn: int, end_lsn: int, prepare_ts: int, xid: int, gid: str,
+            flags: int = 0) -> bytes:
+    """``P``: Int8 flags, Int64 prepare LSN, Int64 end LSN, Int64 prepare time, Int32 xid,
+    String gid."""
+    return _prepared(b"P", prepare_lsn, end_lsn, prepare_ts, xid, gid, flags)
+
+
+def commit_prepared(commit_lsn: int, end_lsn: int, commit_ts: int, xid: int, gid: str,
+                    flags: int = 0) -> bytes:
+    """``K``: Int8 flags, Int64 commit LSN, Int64 end LSN, Int64 commit time, Int32 xid,
+    String gid."""
+    return _prepared(b"K", commit_lsn, end_lsn, commit_ts, xid, gid, flags)
+
+
+def stream_prepare(prepare_lsn: int, end_lsn: int, prepare_ts: int, xid: int, gid: str,
+                   flags: int = 0) -> bytes:
+    """``p``: as Prepare."""
+    return _prepared(b"p", prepare_lsn, end_lsn, prepare_ts, xid, gid, flags)
+
+
+def rollback_prepared(prepare_end_lsn: int, rollback_end_lsn: int, prepare_ts: int,
+                      rollback_ts: int, xid: int, gid: str, flags: int = 0) -> bytes:
+    """``r``: Int8 flags, Int64 prepared transaction's end LSN, Int64 rollback's end LSN,
+    Int64 prepare time, Int64 rollback time, Int32 xid, String gid."""
+    return (b"r" + bytes([flags]) + struct.pack(">QQqqI", prepare_end_lsn, rollback_end_lsn,
+                                                prepare_ts, rollback_ts, xid) + cstring(gid))
