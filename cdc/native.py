@@ -38,7 +38,12 @@ class NativeCore(Protocol):
 
     def murmur2(self, data: bytes) -> int: ...
 
+    def crc32(self, data: bytes, value: int = 0) -> int: ...
+
     def partition_for(self, key: bytes, partitions: int) -> int: ...
+
+    def group_records(self, records: list[Record], counts: dict[str, int]
+                      ) -> dict[tuple[str, int], list[Record]] | None: ...
 
 
 class SnapshotCore(Protocol):
@@ -58,15 +63,31 @@ class SnapshotCore(Protocol):
 
 
 class DmlCore(SnapshotCore, Protocol):
-    """The row change functions of ``distributary_native`` (``native/src/python/dml.rs``):
-    one pgoutput Insert, Update or Delete message into its event or record (None when
-    Python must convert it), with a ``SnapshotPlan`` of the relation."""
+    """The row change functions of ``distributary_native`` (``native/src/python/dml.rs``,
+    ``spool.rs``): one pgoutput Insert, Update or Delete message into its event, record
+    or stream spool frame (None when Python must convert it), with a ``SnapshotPlan`` of
+    the relation; a chunk of spool frames into records."""
 
     def dml_event(self, payload: bytes, plan: object) -> tuple[bytes, bytes, bool] | None: ...
 
     def dml_record(self, payload: bytes, plan: object, topic: str, lsn: int, head: bytes,
                    commit_lsn: int, commit_lsn_text: bytes, tail: bytes,
                    seq: int) -> Record | None: ...
+
+    def feed_batch(self, raw: list[memoryview], start: int,
+                   tables: dict[int, tuple[object, str, bytes, bytes, bytes]],
+                   open_: tuple[int, bytes, bytes, int] | None, stream: bool, begins: bool,
+                   ready: list[Record]
+                   ) -> tuple[int, bytes | None, tuple[int, int, int, int] | None,
+                              tuple[int, int, int] | None, int, int]: ...
+
+    def spool_frame(self, payload: bytes, plan: object, topic: bytes, source_names: bytes,
+                    lsn: int) -> bytes | None: ...
+
+    def spool_records(self, chunk: bytes, start: int, limit: int, max_bytes: int,
+                      aborted: frozenset[int], db: bytes, commit_lsn: int,
+                      commit_lsn_text: bytes, tail: bytes,
+                      first_seq: int) -> tuple[list[Record], int, int, int]: ...
 
 
 def import_core() -> NativeCore | None:
@@ -99,6 +120,6 @@ def dml_core() -> DmlCore | None:
     """The row change functions when the switch allows and the installed module has them,
     else None."""
     core = snapshot_core()
-    if core is None or not hasattr(core, "dml_record"):
+    if core is None or not hasattr(core, "dml_record") or not hasattr(core, "feed_batch"):
         return None
     return cast(DmlCore, core)

@@ -34,6 +34,9 @@ class GroupCommit:
         self.limits = limits
         self._clock_us = clock_us  # now, in the commit timestamps' clock
         self._full_at = limits.events  # records at which ``full`` looks closer
+        # the batch whose first ``_counted`` records' values add up to ``_bytes``
+        self._counted_in: Sequence[Record] | None = None
+        self._counted = self._bytes = 0
 
     def catching_up(self, last_commit_us: int) -> bool:
         """The last commit seen (0: none yet) lags ``backlog_lag_s`` or more."""
@@ -52,12 +55,22 @@ class GroupCommit:
         if len(ready) < self._full_at:
             return False
         limits = self.limits
-        if len(ready) >= limits.backlog_events or not self.catching_up(last_commit_us) or sum(
-                len(record.value) for record in ready) >= limits.max_bytes:
+        if len(ready) >= limits.backlog_events or not self.catching_up(last_commit_us) or \
+                self._value_bytes(ready) >= limits.max_bytes:
             return True
         self._full_at = len(ready) + max(1, limits.events // 4)
         return False
 
+    def _value_bytes(self, ready: Sequence[Record]) -> int:
+        """The batch's values' length in all. The capture's batch is one list that only
+        grows until ``closed``: only the records added since the last call are added."""
+        if ready is not self._counted_in or len(ready) < self._counted:
+            self._counted_in, self._counted, self._bytes = ready, 0, 0
+        self._bytes += sum(len(record.value) for record in ready[self._counted:])
+        self._counted = len(ready)
+        return self._bytes
+
     def closed(self) -> None:
         """The batch was flushed: the next one starts empty."""
         self._full_at = self.limits.events
+        self._counted_in, self._counted, self._bytes = None, 0, 0

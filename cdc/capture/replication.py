@@ -14,6 +14,7 @@ import struct
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple, NoReturn
 
 from psycopg import pq, sql
 
@@ -29,23 +30,24 @@ _PG_EPOCH_UNIX_US = int(PG_EPOCH.timestamp()) * 1_000_000
 _XLOG_HEADER = struct.Struct(">cQQq")
 _KEEPALIVE = struct.Struct(">cQqB")
 _STATUS = struct.Struct(">cQQQqB")
+_W, _K = ord("w"), ord("k")
+READ_BATCH = 1_000  # messages ``read_raw`` hands over at most
 _SOCKET_SELECTOR: type[selectors.BaseSelector] = getattr(selectors, "PollSelector",
                                                          selectors.DefaultSelector)
 # the text formats the codecs read (cdc.capture.codecs), pinned on the walsender
 SESSION_OPTIONS = session_options()
 
 
-@dataclass(frozen=True, slots=True)
-class XLogData:
-    """One pgoutput message with the WAL positions it was sent with."""
+class XLogData(NamedTuple):
+    """One pgoutput message with the WAL positions it was sent with (a NamedTuple: one
+    is made per change, cheaper than a frozen dataclass)."""
 
     start_lsn: int
     end_lsn: int
     payload: memoryview
 
 
-@dataclass(frozen=True, slots=True)
-class Keepalive:
+class Keepalive(NamedTuple):
     """The server's keepalive: its WAL end and whether it wants a reply now."""
 
     wal_end: int
@@ -60,6 +62,12 @@ class SystemIdentity:
     timeline: int
     xlogpos: int
     dbname: str | None
+
+
+def protocol_version(major: int) -> int:
+    """The highest pgoutput protocol PostgreSQL ``major`` speaks: 1 (13), 2 (14, streaming
+    of large transactions), 3 (15, two-phase commit), 4 (16+, parallel apply)."""
+    return 1 if major < 14 else 2 if major == 14 else 3 if major == 15 else 4
 
 
 def now_pg_micros() -> int:
@@ -77,6 +85,7 @@ class ReplicationConnection:
             self._pgconn.finish()
             raise SourceError(f"cannot open a replication connection: {message}")
         self._streaming = False
+        self.proto_version = 1  # the pgoutput protocol ``start`` asked for
 
     @property
     def server_version(self) -> int:
@@ -101,20 +110,30 @@ class ReplicationConnection:
         return SystemIdentity(str(system_id), int(timeline or 0), parse_lsn(xlogpos or "0/0"),
                               dbname)
 
-    def create_slot(self, slot: str, *, temporary: bool = False,
-                    export_snapshot: bool = False) -> tuple[int, str | None]:
-        """Create a pgoutput slot; return its consistent point and the exported snapshot."""
-        query = sql.SQL("CREATE_REPLICATION_SLOT {} {} LOGICAL pgoutput {}").format(
-            sql.Identifier(slot), sql.SQL("TEMPORARY" if temporary else ""),
-            sql.SQL("EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"))
+    def create_slot(self, slot: str, *, temporary: bool = False, export_snapshot: bool = False,
+                    two_phase: bool = False) -> tuple[int, str | None]:
+        """Create a pgoutput slot; return its consistent point and the exported snapshot.
+        ``two_phase``: decode prepared transactions at PREPARE (PostgreSQL 15+; ignored
+        before, where pgoutput cannot)."""
+        if two_phase and self.server_version >= 150000:
+            query = sql.SQL("CREATE_REPLICATION_SLOT {} {} LOGICAL pgoutput "
+                            "(SNAPSHOT {}, TWO_PHASE true)").format(
+                sql.Identifier(slot), sql.SQL("TEMPORARY" if temporary else ""),
+                sql.Literal("export" if export_snapshot else "nothing"))
+        else:
+            query = sql.SQL("CREATE_REPLICATION_SLOT {} {} LOGICAL pgoutput {}").format(
+                sql.Identifier(slot), sql.SQL("TEMPORARY" if temporary else ""),
+                sql.SQL("EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"))
         (_, consistent_point, snapshot, _), = self.command(query)
         return parse_lsn(consistent_point or "0/0"), snapshot
 
     def start(self, slot: str, publications: list[str], *, start_lsn: int = 0,
-              messages: bool = True, streaming: bool = True) -> None:
-        """``START_REPLICATION SLOT … LOGICAL`` with pgoutput options for this server."""
+              messages: bool = True, streaming: bool = True, two_phase: bool = False) -> None:
+        """``START_REPLICATION SLOT … LOGICAL`` with pgoutput options for this server, in
+        the highest protocol it speaks (``proto_version`` after). ``two_phase``: the slot
+        decodes prepared transactions (``pg_replication_slots.two_phase``, 15+)."""
         version = self.server_version // 10000
-        proto = 1 if version < 14 else 2
+        proto = self.proto_version = protocol_version(version)
         options: list[tuple[str, str]] = [
             ("proto_version", str(proto)),
             ("publication_names", ",".join(sql.Identifier(p).as_string(None)
@@ -128,7 +147,9 @@ class ReplicationConnection:
                         "are not captured (PostgreSQL 14+ has them)", version,
                         extra={"slot": slot})
         if streaming and proto >= 2:
-            options.append(("streaming", "on"))
+            options.append(("streaming", "on"))  # not "parallel": nothing here applies
+        if two_phase and proto >= 3:
+            options.append(("two_phase", "on"))
         query = sql.SQL("START_REPLICATION SLOT {} LOGICAL {} ({})").format(
             sql.Identifier(slot), sql.SQL(format_lsn(start_lsn)),
             sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v))
@@ -139,7 +160,8 @@ class ReplicationConnection:
         self._pgconn.nonblocking = 1
         self._streaming = True
         log.info("replication started", extra={"slot": slot, "lsn": format_lsn(start_lsn),
-                                                "proto_version": proto})
+                                                "proto_version": proto,
+                                                "two_phase": two_phase and proto >= 3})
 
     # -- streaming ------------------------------------------------------------------
     def read(self, timeout: float) -> XLogData | Keepalive | None:
@@ -148,19 +170,44 @@ class ReplicationConnection:
         while True:
             nbytes, data = self._pgconn.get_copy_data(1)
             if nbytes > 0:
-                return _parse_copy_message(data)
-            if nbytes == -1:
-                self._streaming = False
-                result = self._pgconn.get_result()
-                detail = result.get_error_message() if result is not None else ""
-                raise SourceError(f"replication stream ended by the server {detail}".strip())
-            if nbytes == -2:
-                raise SourceError(f"replication stream failed: {self._pgconn.get_error_message()}")
+                return parse_copy_message(data)
+            if nbytes < 0:
+                self._ended(nbytes)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
             if self._wait_socket(selectors.EVENT_READ, remaining):
                 self._pgconn.consume_input()
+
+    def _ended(self, nbytes: int) -> NoReturn:
+        """``get_copy_data`` returned ``nbytes`` < 0: the stream ended (-1) or failed."""
+        if nbytes == -1:
+            self._streaming = False
+            result = self._pgconn.get_result()
+            detail = result.get_error_message() if result is not None else ""
+            raise SourceError(f"replication stream ended by the server {detail}".strip())
+        raise SourceError(f"replication stream failed: {self._pgconn.get_error_message()}")
+
+    def read_raw(self, timeout: float, limit: int = READ_BATCH) -> list[memoryview]:
+        """The next CopyData messages as received (``parse_copy_message`` reads one):
+        waits up to ``timeout`` seconds for the first (none: an empty list), then takes
+        up to ``limit`` in all of those already received, without waiting for more."""
+        messages: list[memoryview] = []
+        get_copy_data = self._pgconn.get_copy_data
+        deadline = time.monotonic() + timeout
+        while len(messages) < limit:
+            nbytes, data = get_copy_data(1)
+            if nbytes > 0:
+                messages.append(data)
+                continue
+            if nbytes < 0:  # what came with it was never acknowledged: resent later
+                self._ended(nbytes)
+            remaining = deadline - time.monotonic()
+            if messages or remaining <= 0:
+                break
+            if self._wait_socket(selectors.EVENT_READ, remaining):
+                self._pgconn.consume_input()
+        return messages
 
     def send_status(self, *, write: int, flush: int, apply: int | None = None,
                     reply: bool = False) -> None:
@@ -202,12 +249,13 @@ class ReplicationConnection:
         self.close()
 
 
-def _parse_copy_message(data: memoryview) -> XLogData | Keepalive:
-    kind = bytes(data[:1])
-    if kind == b"w":
+def parse_copy_message(data: memoryview) -> XLogData | Keepalive:
+    """One CopyData message of the stream: XLogData or a keepalive."""
+    kind = data[0]
+    if kind == _W:
         _, start, end, _ = _XLOG_HEADER.unpack_from(data)
         return XLogData(start, end, data[_XLOG_HEADER.size:])
-    if kind == b"k":
+    if kind == _K:
         _, wal_end, _, reply = _KEEPALIVE.unpack_from(data)
         return Keepalive(wal_end, bool(reply))
-    raise SourceError(f"unexpected replication message type {kind!r}")
+    raise SourceError(f"unexpected replication message type {bytes(data[:1])!r}")

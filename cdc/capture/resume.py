@@ -28,6 +28,13 @@ class ResumeFilter:
         """``records`` less those already durable in the log."""
         if not records:
             return records
+        highest = self._highest
+        for record in records:  # the common case, inline: every record is past its topic's end
+            end = highest.get(record.topic)
+            if end is None or not (record.position > end or record.position == NO_POSITION):
+                break
+        else:
+            return records
         if all(self._past_topic_end(r) for r in records):
             return records
         return [r for r in records if self._is_new(r)]
@@ -36,7 +43,9 @@ class ResumeFilter:
         highest = self._highest.get(record.topic)
         if highest is None:
             if record.topic not in self._unread:
-                return True  # a topic created after start-up: nothing of it is old
+                # a topic created after start-up: nothing of it is old
+                self._highest[record.topic] = NO_POSITION
+                return True
             self._load(record.topic)
             highest = self._highest[record.topic]
         return record.position > highest or record.position == NO_POSITION

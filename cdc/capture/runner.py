@@ -35,12 +35,23 @@ from .fallbacks import FALLBACKS, DecodeFallbacks
 from .incremental import IncrementalSnapshots
 from .incremental_log import read_records
 from .lsn import format_lsn
-from .pgoutput import Commit, PgOutputDecoder, StreamCommit
+from .pgoutput import (
+    Begin,
+    Commit,
+    CommitPrepared,
+    Delete,
+    Insert,
+    PgOutputDecoder,
+    StreamCommit,
+    StreamStart,
+    StreamStop,
+    Update,
+)
 from .publication import sync_publication
-from .replication import Keepalive, ReplicationConnection, now_pg_micros
+from .replication import Keepalive, ReplicationConnection, now_pg_micros, parse_copy_message
 from .resume import ResumeFilter
 from .shapes import ShapeRegistry, versions_from_log
-from .slot import check_slot_health, ensure_publication
+from .slot import check_slot_health, ensure_publication, slot_two_phase
 from .slot_start import SlotStart
 from .source_checks import refuse_sql_ascii, source_address
 from .spool import StreamSpool
@@ -53,6 +64,8 @@ STATUS_EVERY_S = 10.0
 PROGRESS_EVERY_S = 10.0
 HEARTBEAT_PREFIX = "distributary.heartbeat"
 _TOPIC_OF = itemgetter(0)  # Record.topic
+# messages after which the tables the native core converts are still current
+_KEEPS_SHAPES = frozenset({Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop})
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +181,9 @@ class Capture:
                           "an initial snapshot)",
                           ", ".join(sorted(self._incremental.states)),
                           repl.server_version // 10000, extra={"slot": source.slot})
-            repl.start(source.slot, [source.publication])
-            decoder = PgOutputDecoder(2 if repl.server_version >= 140000 else 1)
+            repl.start(source.slot, [source.publication],
+                       two_phase=slot_two_phase(catalog_conn, source.slot))
+            decoder = PgOutputDecoder(repl.proto_version)
             self.stats.streaming = True
             self._stream(stop, repl, decoder, assembler, resume, catalog_conn)
         finally:
@@ -236,45 +250,78 @@ class Capture:
             # or batch_max_age_s — backlog_max_age_s while catching up); flush as soon as
             # the stream pauses for batch_delay_s
             timeout = settings.batch_delay_s if assembler.ready else 0.5
-            message = repl.read(timeout)
+            raw = repl.read_raw(timeout)  # what arrived, handed over at once
             now = time.monotonic()
-            if message is None:
+            if not raw:
                 if assembler.ready:
                     self._flush(repl, assembler, resume)
                 elif heartbeat_s and now - last_data >= heartbeat_s:
                     if not self._emit_heartbeat(catalog_conn):
                         heartbeat_s = None  # keepalives alone advance the slot then
                     last_data = now
-            elif isinstance(message, Keepalive):
-                self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
-                if message.reply_requested and assembler.ready:
-                    self._flush(repl, assembler, resume)  # it wants our position now
-                if assembler.idle and not assembler.ready:
-                    assembler.ack_lsn = max(assembler.ack_lsn, message.wal_end)
-                    self._acknowledge(repl, assembler.ack_lsn, reply=False)
-                if message.reply_requested:
-                    self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
-            else:
+            index = 0
+            while index < len(raw):
+                if native is not None:
+                    # the plain messages (row changes of the open transaction or stream
+                    # block, Begin, Commit) in one native call; Python takes the others
+                    # (incremental snapshots watch Begins while they read)
+                    had_ready = bool(assembler.ready)
+                    taken = native.feed_batch(raw, index, begins=incremental is None
+                                              or not incremental.active)
+                    if taken > index:
+                        index = taken
+                        last_data = now
+                        self.stats.received_lsn = native.received_lsn
+                        self._seen_commit_ts_us = native.commit_ts or self._seen_commit_ts_us
+                        if not had_ready and assembler.ready:
+                            batch_started = now
+                        if assembler.idle and not assembler.ready \
+                                and native.received_lsn > assembler.ack_lsn:
+                            assembler.ack_lsn = native.received_lsn
+                        if assembler.ready and (
+                                group.full(assembler.ready, self._seen_commit_ts_us)
+                                or group.due(now - batch_started, self._seen_commit_ts_us)):
+                            self._flush(repl, assembler, resume)
+                        if index >= len(raw):
+                            break
+                message = parse_copy_message(raw[index])
+                index += 1
+                if isinstance(message, Keepalive):
+                    self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
+                    if message.reply_requested and assembler.ready:
+                        self._flush(repl, assembler, resume)  # it wants our position now
+                    if assembler.idle and not assembler.ready:
+                        assembler.ack_lsn = max(assembler.ack_lsn, message.wal_end)
+                        self._acknowledge(repl, assembler.ack_lsn, reply=False)
+                    if message.reply_requested:
+                        self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
+                    continue
                 last_data = now
                 self.stats.received_lsn = message.end_lsn  # the server's WAL end as sent
                 if not assembler.ready:
                     batch_started = now
                 payload = bytes(message.payload)  # the one copy (the decoder's, else)
-                # a row change of an open transaction: its record in one native call
-                # (incremental snapshots observe row changes through their records)
+                # a row change: its record (or, in a streamed transaction, its spool
+                # frame) in one native call (incremental snapshots observe row changes
+                # through their records)
                 if native is None or not native.feed(payload, message.start_lsn):
                     decoded = decoder.decode(payload)
                     assembler.feed(decoded, message.start_lsn)
+                    if native is not None and type(decoded) not in _KEEPS_SHAPES:
+                        native.forget_tables()  # e.g. a Relation: a new shape
                     if incremental is not None and incremental.observe(decoded):
                         self._flush(repl, assembler, resume)  # what came before, first
                         incremental.handle(decoded)
-                    if type(decoded) is Commit or type(decoded) is StreamCommit:
+                    if isinstance(decoded, (Commit, StreamCommit, CommitPrepared)):
                         self._seen_commit_ts_us = decoded.commit_ts
                 if assembler.idle and message.end_lsn > assembler.ack_lsn \
                         and not assembler.ready:
                     assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message
                 while assembler.draining:  # a committed streamed transaction, in chunks
-                    assembler.drain(settings.batch_events)
+                    if native is None:
+                        assembler.drain(settings.batch_events)
+                    else:  # its records were late anyway: batches as while catching up
+                        native.drain(settings.backlog_batch_events, settings.batch_bytes)
                     self._flush(repl, assembler, resume)
                 if assembler.ready and (
                         group.full(assembler.ready, self._seen_commit_ts_us)

@@ -36,16 +36,25 @@ class StreamSpool:
         self._files: dict[int, BinaryIO] = {}
         self._aborted: dict[int, set[int]] = {}
 
-    def add(self, xid: int, subxid: int, events: list[PendingEvent]) -> None:
-        """Spool ``events`` of subtransaction ``subxid`` of transaction ``xid``."""
+    def _file(self, xid: int) -> BinaryIO:
         out = self._files.get(xid)
         if out is None:
             out = self._files[xid] = (self.directory / f"{xid}.spool").open("w+b")
+        return out
+
+    def add(self, xid: int, subxid: int, events: list[PendingEvent]) -> None:
+        """Spool ``events`` of subtransaction ``subxid`` of transaction ``xid``."""
+        out = self._file(xid)
         for e in events:
             topic = e.topic.encode()
             out.write(_FRAME.pack(subxid, len(topic), len(e.key), len(e.body),
                                   len(e.source_names), e.lsn, e.tombstone))
             out.write(topic + e.key + e.body + e.source_names)
+
+    def add_frame(self, xid: int, frame: bytes) -> None:
+        """Spool one event of transaction ``xid`` already framed as ``add`` frames it (by
+        the native core: ``dml_native``)."""
+        self._file(xid).write(frame)
 
     def abort(self, xid: int, subxid: int) -> None:
         """Forget a whole transaction (``subxid == xid``) or one subtransaction of it."""
@@ -54,29 +63,18 @@ class StreamSpool:
         else:
             self._aborted.setdefault(xid, set()).add(subxid)
 
-    def commit(self, xid: int) -> Iterator[PendingEvent]:
+    def commit(self, xid: int) -> CommittedSpool:
         """The surviving events of ``xid`` in arrival order; the spool is removed after."""
-        source = self._files.get(xid)
-        aborted = self._aborted.get(xid, set())
-        try:
-            if source is None:
-                return
-            source.flush()
-            source.seek(0)
-            while header := source.read(_FRAME.size):
-                subxid, tl, kl, bl, nl, lsn, tombstone = _FRAME.unpack(header)
-                data = source.read(tl + kl + bl + nl)
-                if subxid in aborted:
-                    continue
-                yield PendingEvent(data[:tl].decode(), data[tl:tl + kl],
-                                   data[tl + kl:tl + kl + bl], lsn, tombstone,
-                                   data[tl + kl + bl:])
-        finally:
-            self._discard(xid)
+        return CommittedSpool(self, xid, self._files.get(xid),
+                              frozenset(self._aborted.get(xid, ())))
 
     def open_transactions(self) -> int:
         """How many streamed transactions are spooled and not yet ended."""
         return len(self._files)
+
+    def discard(self, xid: int) -> None:
+        """Remove the spool of ``xid``."""
+        self._discard(xid)
 
     def _discard(self, xid: int) -> None:
         out = self._files.pop(xid, None)
@@ -91,3 +89,50 @@ class StreamSpool:
         for xid in list(self._files):
             self._discard(xid)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class CommittedSpool(Iterator[PendingEvent]):
+    """The events a committed transaction spooled, as they come back: an iterator of
+    ``PendingEvent``, less the aborted subtransactions' (the spool file is removed once
+    it is exhausted, or at ``close``). A reader of whole chunks of frames (the native
+    core, ``dml_native``) takes ``file`` and ``aborted`` instead, then calls ``close``."""
+
+    def __init__(self, spool: StreamSpool, xid: int, file: BinaryIO | None,
+                 aborted: frozenset[int]) -> None:
+        self.xid = xid
+        self.aborted = aborted
+        self._spool = spool
+        self._file = file
+        self._rewound = False
+
+    @property
+    def file(self) -> BinaryIO | None:
+        """The spool file from its start, or None when nothing was spooled (or it is
+        closed)."""
+        source = self._file
+        if source is not None and not self._rewound:
+            source.flush()
+            source.seek(0)
+            self._rewound = True
+        return source
+
+    def __next__(self) -> PendingEvent:
+        source = self.file
+        while source is not None:
+            header = source.read(_FRAME.size)
+            if not header:
+                break
+            subxid, tl, kl, bl, nl, lsn, tombstone = _FRAME.unpack(header)
+            data = source.read(tl + kl + bl + nl)
+            if subxid in self.aborted:
+                continue
+            return PendingEvent(data[:tl].decode(), data[tl:tl + kl],
+                                data[tl + kl:tl + kl + bl], lsn, tombstone,
+                                data[tl + kl + bl:])
+        self.close()
+        raise StopIteration
+
+    def close(self) -> None:
+        """Remove the spool file (every event was read, or none is wanted)."""
+        self._file = None
+        self._spool.discard(self.xid)

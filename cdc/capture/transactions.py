@@ -5,6 +5,13 @@ it arrived at and fills ``ready`` with complete records, numbering each event of
 transaction ``(commit_lsn, seq)``. ``ack_lsn`` is the end LSN of the last transaction
 whose every record is in ``ready`` (or was taken from it): what may be acknowledged to
 PostgreSQL once those records are durable.
+
+A prepared transaction (two-phase decoding, ``BeginPrepare`` … ``Prepare`` or a streamed
+one ended by ``StreamPrepare``) is spooled under its xid like a streamed transaction and
+becomes records only at ``CommitPrepared``, numbered at the commit's LSN with its time;
+``RollbackPrepared`` drops it. Until its outcome is known ``ack_lsn`` stays at or below
+its PREPARE's LSN: PostgreSQL does not send a prepared transaction's changes again once
+the client confirmed past its PREPARE, so after a restart it must still be resent.
 """
 
 from __future__ import annotations
@@ -33,14 +40,19 @@ from .events import (
 )
 from .pgoutput import (
     Begin,
+    BeginPrepare,
     Commit,
+    CommitPrepared,
     Delete,
     Insert,
     LogicalMessage,
     Message,
+    Prepare,
     Relation,
+    RollbackPrepared,
     StreamAbort,
     StreamCommit,
+    StreamPrepare,
     StreamStart,
     StreamStop,
     Truncate,
@@ -60,12 +72,21 @@ class _StreamDrain:
     end_lsn: int
     seq: int = 0
     handed_out: int = -1
+    hold: int | None = None  # a prepared transaction's PREPARE LSN: no ack past it yet
 
 
 @dataclass(slots=True)
 class _OpenTransaction:
     commit: CommitInfo
     seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A prepared transaction whose COMMIT or ROLLBACK PREPARED has not come yet."""
+
+    gid: str
+    prepare_lsn: int
 
 
 @dataclass(slots=True)
@@ -78,20 +99,38 @@ class TransactionAssembler:
     messages_topic: str
     message_prefixes: frozenset[str]
     ready: list[Record] = field(default_factory=list)
-    ack_lsn: int = 0
     topic_of_prefix: dict[str, str] = field(default_factory=dict)  # message prefix → topic
+    _ack: int = 0
     _open: _OpenTransaction | None = None
     _stream_xid: int | None = None
     _db_json: bytes = b"null"
     _draining: _StreamDrain | None = None
+    _preparing: int | None = None  # the xid between Begin Prepare and Prepare
+    _prepared: dict[int, _Prepared] = field(default_factory=dict)  # xid → outcome pending
 
     def __post_init__(self) -> None:
         self._db_json = orjson.dumps(self.database)
 
     @property
+    def ack_lsn(self) -> int:
+        """What may be acknowledged once ``ready`` is durable: never past the PREPARE of
+        a prepared transaction whose outcome has not come (see the module docstring)."""
+        drain = self._draining
+        if not self._prepared and (drain is None or drain.hold is None):
+            return self._ack
+        holds = [p.prepare_lsn for p in self._prepared.values()]
+        if drain is not None and drain.hold is not None:  # till its last record is out
+            holds.append(drain.hold)
+        return min(self._ack, *holds)
+
+    @ack_lsn.setter
+    def ack_lsn(self, lsn: int) -> None:
+        self._ack = lsn
+
+    @property
     def idle(self) -> bool:
-        """True between transactions with no streamed transaction open."""
-        return (self._open is None and self._draining is None
+        """True between transactions with no streamed or prepared transaction open."""
+        return (self._open is None and self._draining is None and not self._prepared
                 and self.spool.open_transactions() == 0)
 
     @property
@@ -99,6 +138,16 @@ class TransactionAssembler:
         """The open transaction (Begin seen, Commit not yet): its commit information and
         the ``seq`` its next record gets. None between transactions."""
         return self._open
+
+    @property
+    def stream_xid(self) -> int | None:
+        """The top-level xid of the streamed transaction whose block is open, else None."""
+        return self._stream_xid
+
+    @property
+    def stream_drain(self) -> _StreamDrain | None:
+        """The committed streamed (or prepared) transaction being handed out, if any."""
+        return self._draining
 
     @property
     def draining(self) -> bool:
@@ -118,7 +167,7 @@ class TransactionAssembler:
             drain.seq += 1
         if drain.seq == drain.handed_out:  # nothing came: the spool is exhausted
             self._draining = None
-            self.ack_lsn = max(self.ack_lsn, drain.end_lsn)
+            self._ack = max(self._ack, drain.end_lsn)
         drain.handed_out = drain.seq
 
     def feed(self, message: Message, wal_lsn: int) -> None:
@@ -146,7 +195,7 @@ class TransactionAssembler:
         elif kind is Commit:
             assert isinstance(message, Commit)
             self._open = None
-            self.ack_lsn = max(self.ack_lsn, message.end_lsn)
+            self._ack = max(self._ack, message.end_lsn)
         elif kind is Relation:
             assert isinstance(message, Relation)
             schema_record, recreated = self.shapes.learn_relation(message)
@@ -176,11 +225,42 @@ class TransactionAssembler:
         elif kind is TypeMsg:
             assert isinstance(message, TypeMsg)
             self.shapes.reload_type(message.oid)
+        elif kind is BeginPrepare or kind is Prepare or kind is StreamPrepare \
+                or kind is CommitPrepared or kind is RollbackPrepared:
+            self._two_phase(message)
         # Origin carries nothing to record
+
+    def _two_phase(self, message: Message) -> None:
+        """The two-phase messages (protocol 3, a ``two_phase`` slot)."""
+        if isinstance(message, BeginPrepare):
+            self._preparing = message.xid
+            self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
+        elif isinstance(message, Prepare):
+            self._preparing = None
+            self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
+        elif isinstance(message, StreamPrepare):  # its stream blocks are spooled already
+            self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
+        elif isinstance(message, CommitPrepared):
+            prepared = self._prepared.pop(message.xid, None)
+            if prepared is None:
+                log.warning("COMMIT PREPARED %r (xid %d) came without its PREPARE: the "
+                            "transaction has no events", message.gid, message.xid)
+            commit = CommitInfo(self._db_json, message.commit_lsn, message.xid,
+                                pg_micros_to_iso(message.commit_ts))
+            self._draining = _StreamDrain(commit, self.spool.commit(message.xid),
+                                          message.end_lsn,
+                                          hold=prepared.prepare_lsn if prepared else None)
+        elif isinstance(message, RollbackPrepared):
+            self._prepared.pop(message.xid, None)
+            self.spool.abort(message.xid, message.xid)
+            self._ack = max(self._ack, message.rollback_end_lsn)
 
     def _emit(self, events: list[PendingEvent], xid: int | None) -> None:
         if xid is not None and self._stream_xid is not None:
             self.spool.add(self._stream_xid, xid, events)
+            return
+        if self._preparing is not None:  # held until COMMIT PREPARED
+            self.spool.add(self._preparing, self._preparing, events)
             return
         transaction = self._open
         assert transaction is not None, "a row change outside a transaction"
@@ -196,7 +276,8 @@ class TransactionAssembler:
         """The table was dropped and created again: a truncate event before the new
         relation's first event, so every reader starts the new table empty."""
         in_stream = relation.xid is not None and self._stream_xid is not None
-        if self._open is None and not in_stream:  # pgoutput sends it inside a transaction
+        inside = self._open is not None or self._preparing is not None or in_stream
+        if not inside:  # pgoutput sends it inside a transaction
             log.warning("%s.%s was re-created, but its Relation came outside a transaction: "
                         "no truncate event written", relation.namespace, relation.name)
             return
@@ -229,7 +310,8 @@ class TransactionAssembler:
         event = message_event(topic or self.messages_topic, message.prefix, message.content,
                               message.transactional, wal_lsn)
         in_stream = message.xid is not None and self._stream_xid is not None
-        if message.transactional and (self._open is not None or in_stream):
+        if message.transactional and (self._open is not None or in_stream
+                                      or self._preparing is not None):
             self._emit([event], message.xid)  # spooled with its streamed transaction
             if message.prefix == DDL_PREFIX:  # DROP TABLE: readers drop the rows too
                 self._emit(self._dropped(message.content, wal_lsn), message.xid)

@@ -19,6 +19,7 @@ pub mod murmur2;
 pub mod pgoutput;
 pub mod record;
 pub mod snapshot;
+pub mod spool;
 
 #[cfg(feature = "python")]
 mod python;

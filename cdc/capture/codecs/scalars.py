@@ -39,12 +39,18 @@ def decode_bool(text: str) -> bool:
     raise CodecError("boolean", "expected 't' or 'f'")
 
 
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # int8 .. xid8: what a JSON encoder takes
+
+
 def decode_int(text: str) -> int:
-    """An integer type's text → a JSON integer."""
+    """An integer type's text → a JSON integer (from -2^63 to 2^64 - 1)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise CodecError("integer", "not a decimal integer") from None
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise CodecError("integer", "outside the 64-bit range")
+    return value
 
 
 def decode_float(text: str) -> float | str:

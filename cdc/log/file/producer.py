@@ -14,11 +14,12 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
 from cdc.errors import LogError
+from cdc.native import CORE
 
 from ..history import keeps_history
 from ..partitioner import partition_for
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 
 RETENTION_CHECK_S = 30.0  # every partition written is checked this often
 RETENTION_SLICE = 256  # partitions checked at once
+# the grouping loop of ``append`` in one native call (a module built before it has none)
+_GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
+                          dict[tuple[str, int], list[Record]] | None] | None = (
+    getattr(CORE, "group_records", None) if CORE is not None else None)
 
 
 class FileProducer:
@@ -113,6 +118,16 @@ class FileProducer:
 
     def append(self, records: Sequence[Record]) -> None:
         """Append ``records`` (grouped per partition, order kept); durable on return."""
+        batches: dict[tuple[str, int], list[Record]] | None = None
+        if _GROUP_RECORDS is not None and type(records) is list:
+            batches = _GROUP_RECORDS(records, self._partitions)  # None: not every topic known
+        if batches is None:
+            batches = self._group(records)
+        self._write(batches)
+
+    def _group(self, records: Sequence[Record]) -> dict[tuple[str, int], list[Record]]:
+        """``records`` per partition, in order of first appearance, order kept (what the
+        native core's ``group_records`` does too, once every topic's count is known)."""
         batches: dict[tuple[str, int], list[Record]] = {}  # plain tuples: cheaper keys
         counts = self._partitions
         for record in records:
@@ -129,6 +144,9 @@ class FileProducer:
                 batches[topic, partition] = [record]
             else:
                 batch.append(record)
+        return batches
+
+    def _write(self, batches: dict[tuple[str, int], list[Record]]) -> None:
         now_ms = int(time.time() * 1000)
         checkpoints = self._checkpoints
         parts = []

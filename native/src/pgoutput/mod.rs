@@ -12,6 +12,7 @@
 
 #[cfg(test)]
 mod tests;
+pub mod transaction;
 
 use crate::snapshot::json::push_u64;
 use crate::snapshot::values::push_value;
@@ -52,12 +53,37 @@ enum Value<'a> {
 /// The event of `payload` (a whole Insert, Update or Delete message, its type byte
 /// first) for a relation converted with `plan`, or None (see the module docs).
 pub fn convert_change(payload: &[u8], plan: &Plan, source: Option<&Source<'_>>) -> Option<Change> {
+    convert(payload, plan, source, false)
+}
+
+/// `convert_change` for a message of a streamed transaction (protocol 2, inside a
+/// stream block): its type byte is followed by the (sub)transaction's xid, which
+/// `streamed_xid` reads.
+pub fn convert_streamed_change(payload: &[u8], plan: &Plan) -> Option<Change> {
+    convert(payload, plan, None, true)
+}
+
+/// The xid after the type byte of a streamed transaction's message.
+pub fn streamed_xid(payload: &[u8]) -> Option<u32> {
+    let xid = payload.get(1..5)?;
+    Some(u32::from_be_bytes([xid[0], xid[1], xid[2], xid[3]]))
+}
+
+fn convert(
+    payload: &[u8],
+    plan: &Plan,
+    source: Option<&Source<'_>>,
+    streamed: bool,
+) -> Option<Change> {
     let columns = plan.kinds.len();
     let mut reader = Reader {
         data: payload,
         pos: 0,
     };
     let message_type = reader.byte()?;
+    if streamed {
+        reader.take(4)?; // the xid
+    }
     reader.take(4)?; // the relation OID: the caller chose the plan by it
     let marker = reader.byte()?;
     let mut old = Vec::new();
@@ -209,7 +235,7 @@ fn push_source(out: &mut Vec<u8>, source: &Source<'_>) {
 }
 
 /// `%X`: upper-case hexadecimal, no leading zeros.
-fn push_hex(out: &mut Vec<u8>, number: u64) {
+pub(crate) fn push_hex(out: &mut Vec<u8>, number: u64) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut digits = [0u8; 16];
     let mut at = digits.len();

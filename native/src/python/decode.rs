@@ -5,7 +5,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple, PyType};
 
 use super::ints::LineInt;
-use super::named_tuple::NamedTupleType;
+use super::named_tuple::{Builder, NamedTupleType};
 use super::untrack::is_tracked;
 use crate::record::decode_line;
 
@@ -57,6 +57,11 @@ pub fn decode_lines<'py>(
     let limit = usize::try_from(limit).unwrap_or(0);
     // the other items of a record are made here: ints, bytes, a bool, the Position
     let untracked_items = !is_tracked(topic) && !is_tracked(partition);
+    let builder = Builder::new(py, 8)?;
+    let positions = Builder::new(py, 2)?;
+    // the lines of a batch share their timestamp and commit LSN: one int for each run
+    let mut timestamp = LastInt::default();
+    let mut lsn = LastInt::default();
     while messages.len() < limit {
         let Some(length) = data.get(at..).and_then(|rest| memchr::memchr(b'\n', rest)) else {
             break;
@@ -71,24 +76,22 @@ pub fn decode_lines<'py>(
         let offset = LineInt::parse(py, line.offset)?;
         if offset.at_least(&next, py)? {
             skipping = false;
-            let position = types.position.make(
-                PyTuple::new(py, [int(py, line.commit_lsn)?, int(py, line.seq)?])?,
+            let position = positions.make(
+                &types.position,
+                [lsn.get(py, line.commit_lsn)?, int(py, line.seq)?],
                 true,
             )?;
-            let fields = PyTuple::new(
-                py,
-                [
-                    topic.clone(),
-                    partition.clone(),
-                    offset.to_py(py),
-                    int(py, line.timestamp_ms)?,
-                    PyBytes::new(py, line.key).into_any(),
-                    PyBytes::new(py, line.value).into_any(),
-                    position,
-                    PyBool::new(py, line.tombstone).to_owned().into_any(),
-                ],
-            )?;
-            messages.append(types.message.make(fields, untracked_items)?)?;
+            let fields = [
+                topic.clone(),
+                partition.clone(),
+                offset.to_py(py),
+                timestamp.get(py, line.timestamp_ms)?,
+                PyBytes::new(py, line.key).into_any(),
+                PyBytes::new(py, line.value).into_any(),
+                position,
+                PyBool::new(py, line.tombstone).to_owned().into_any(),
+            ];
+            messages.append(builder.make(&types.message, fields, untracked_items)?)?;
             next = offset.successor(py)?;
         } else if !skipping {
             let reason = format!("offset {} repeats or goes backwards", offset.display()?);
@@ -105,4 +108,23 @@ pub fn decode_lines<'py>(
 
 fn int<'py>(py: Python<'py>, digits: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     Ok(LineInt::parse(py, digits)?.to_py(py))
+}
+
+/// The int of the digits seen last, reused while the same digits come again.
+#[derive(Default)]
+struct LastInt<'a, 'py> {
+    last: Option<(&'a [u8], Bound<'py, PyAny>)>,
+}
+
+impl<'a, 'py> LastInt<'a, 'py> {
+    fn get(&mut self, py: Python<'py>, digits: &'a [u8]) -> PyResult<Bound<'py, PyAny>> {
+        if let Some((seen, value)) = &self.last {
+            if *seen == digits {
+                return Ok(value.clone());
+            }
+        }
+        let value = int(py, digits)?;
+        self.last = Some((digits, value.clone()));
+        Ok(value)
+    }
 }

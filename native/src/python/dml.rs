@@ -7,7 +7,7 @@ use pyo3::types::{PyBool, PyBytes, PyString, PyTuple};
 
 use super::snapshot::{int, types, SnapshotPlan};
 use super::untrack::is_tracked;
-use crate::pgoutput::{convert_change, Source};
+use crate::pgoutput::{convert_change, Change, Source};
 
 /// `(key, body, tombstone)` of the row change `payload` (the whole message, type byte
 /// first) for a relation of `plan`, as `insert_events`/`update_events`/`delete_events`
@@ -57,6 +57,17 @@ pub fn dml_record<'py>(
     let Some(change) = convert_change(payload, &plan.get().plan, Some(&source)) else {
         return Ok(None);
     };
+    record(py, topic, &change, commit_lsn, seq).map(Some)
+}
+
+/// `Record(topic, change.key, change.value, Position(commit_lsn, seq), change.tombstone)`.
+pub(super) fn record<'py>(
+    py: Python<'py>,
+    topic: &Bound<'py, PyString>,
+    change: &Change,
+    commit_lsn: u64,
+    seq: u64,
+) -> PyResult<Bound<'py, PyAny>> {
     let types = types(py)?;
     if !types.tombstone_next {
         return Err(PyTypeError::new_err(
@@ -76,7 +87,5 @@ pub fn dml_record<'py>(
     ]);
     items.extend(types.defaults.iter().skip(1).map(|d| d.bind(py).clone()));
     let untracked = !is_tracked(topic) && types.defaults.iter().all(|d| !is_tracked(d.bind(py)));
-    Ok(Some(
-        types.record.make(PyTuple::new(py, items)?, untracked)?,
-    ))
+    types.record.make(PyTuple::new(py, items)?, untracked)
 }

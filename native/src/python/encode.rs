@@ -53,9 +53,9 @@ pub fn encode_batch<'py>(
             })?;
             entries.append((offset, last_indexed))?;
         }
-        let key = record.get_item(KEY)?;
+        let key = record.get_borrowed_item(KEY)?;
         let key = bytes_of(&key, &|| format!("record {index}: key"))?;
-        let value = record.get_item(VALUE)?;
+        let value = record.get_borrowed_item(VALUE)?;
         let value = bytes_of(&value, &|| format!("record {index}: value"))?;
         let line = fields(record, index, now_ms, offset, &key, &value)?;
         let before = out.len();
@@ -82,22 +82,25 @@ fn fields<'a>(
         err.set_cause(record.py(), Some(e));
         err
     };
-    let position = record.get_item(POSITION)?;
+    let position = record.get_borrowed_item(POSITION)?;
     let position = position
         .cast::<PyTuple>()
         .map_err(|e| field("position", e.into()))?;
-    let timestamp = record.get_item(TIMESTAMP_MS)?;
-    let timestamp = if timestamp.is_truthy()? {
-        timestamp
+    let timestamp = record.get_borrowed_item(TIMESTAMP_MS)?;
+    let timestamp_ms = if timestamp.is_none() {
+        number(now_ms)
+    } else if timestamp.is_truthy()? {
+        number(&timestamp)
     } else {
-        now_ms.clone()
+        number(now_ms)
     };
     Ok(RecordFields {
         offset,
-        timestamp_ms: number(&timestamp).map_err(|e| field("timestamp_ms", e))?,
-        commit_lsn: number(&position.get_item(0)?).map_err(|e| field("position.commit_lsn", e))?,
-        seq: number(&position.get_item(1)?).map_err(|e| field("position.seq", e))?,
-        tombstone: record.get_item(TOMBSTONE)?.is_truthy()?,
+        timestamp_ms: timestamp_ms.map_err(|e| field("timestamp_ms", e))?,
+        commit_lsn: number(&*position.get_borrowed_item(0)?)
+            .map_err(|e| field("position.commit_lsn", e))?,
+        seq: number(&*position.get_borrowed_item(1)?).map_err(|e| field("position.seq", e))?,
+        tombstone: record.get_borrowed_item(TOMBSTONE)?.is_truthy()?,
         key,
         value,
     })

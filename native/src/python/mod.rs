@@ -2,14 +2,17 @@
 //! `murmur2`. Nothing here panics on any input: bad input is a Python `TypeError`,
 //! `OverflowError` or `ValueError` naming the record (by index) and the field.
 
+mod batch;
 mod bytes;
 mod decode;
 mod dml;
 mod encode;
+mod group;
 mod ints;
 mod named_tuple;
 mod partition;
 mod snapshot;
+mod spool;
 mod untrack;
 
 use pyo3::prelude::*;
@@ -20,10 +23,15 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;
     module.add_function(wrap_pyfunction!(partition::murmur2, module)?)?;
     module.add_function(wrap_pyfunction!(partition::partition_for, module)?)?;
+    module.add_function(wrap_pyfunction!(partition::crc32, module)?)?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_rows, module)?)?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_records, module)?)?;
     module.add_class::<snapshot::SnapshotPlan>()?;
     module.add_function(wrap_pyfunction!(dml::dml_event, module)?)?;
     module.add_function(wrap_pyfunction!(dml::dml_record, module)?)?;
+    module.add_function(wrap_pyfunction!(spool::spool_frame, module)?)?;
+    module.add_function(wrap_pyfunction!(spool::spool_records, module)?)?;
+    module.add_function(wrap_pyfunction!(group::group_records, module)?)?;
+    module.add_function(wrap_pyfunction!(batch::feed_batch, module)?)?;
     Ok(())
 }

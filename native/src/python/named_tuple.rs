@@ -87,6 +87,71 @@ impl NamedTupleType {
     }
 }
 
+/// Instances of one NamedTuple class made one after the other, through one argument
+/// tuple `(items,)` kept across calls: `make` fills `items` in place instead of building
+/// two new tuples per instance (tuple's constructor copies the items out of it, and
+/// keeps no reference to either tuple once it returns).
+pub struct Builder<'py> {
+    /// `(items,)`: the only reference to `items` is this tuple's.
+    args: Bound<'py, PyTuple>,
+    size: usize,
+}
+
+impl<'py> Builder<'py> {
+    /// A builder of instances of `size` items.
+    pub fn new(py: Python<'py>, size: usize) -> PyResult<Self> {
+        let items = PyTuple::new(py, (0..size).map(|_| py.None()))?;
+        Ok(Builder {
+            args: PyTuple::new(py, [items])?,
+            size,
+        })
+    }
+
+    /// `tuple.__new__(kind's class, items)`, as `NamedTupleType::make`.
+    #[allow(unsafe_code)]
+    pub fn make<const N: usize>(
+        &self,
+        kind: &NamedTupleType,
+        items: [Bound<'py, PyAny>; N],
+        untracked_items: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.args.py();
+        if N != self.size {
+            return Err(PyTypeError::new_err("a NamedTuple of the wrong size"));
+        }
+        let target = self.args.get_item(0)?; // a second reference while we fill it
+        let raw = target.as_ptr();
+        drop(target); // back to the one reference `args` holds
+        for (index, item) in items.into_iter().enumerate() {
+            // SAFETY: `raw` is the tuple of `size` items that `args` owns and keeps alive
+            // (we hold `args`); PyTuple_SetItem checks that it is a tuple whose only
+            // reference is that one (else it fails with SystemError, which we return)
+            // and that `index` is in range; it steals the new reference `into_ptr`
+            // gives it and releases the item it replaces. The GIL is held (`py`).
+            let index = ffi::Py_ssize_t::try_from(index).unwrap_or(ffi::Py_ssize_t::MAX);
+            let status = unsafe { ffi::PyTuple_SetItem(raw, index, item.into_ptr()) };
+            if status != 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        // SAFETY: as in `NamedTupleType::make`, with `args` as the positional arguments:
+        // a tuple we own whose one item is a tuple; the constructor reads the items and
+        // keeps no reference to either tuple after it returns.
+        let made = unsafe {
+            let raw = (kind.tuple_new)(
+                kind.class.as_ptr().cast::<ffi::PyTypeObject>(),
+                self.args.as_ptr(),
+                ptr::null_mut(),
+            );
+            Bound::from_owned_ptr_or_err(py, raw)?
+        };
+        if untracked_items && kind.no_dict && is_tracked(&made) {
+            untrack(&made);
+        }
+        Ok(made)
+    }
+}
+
 /// tuple's tp_new slot function.
 #[allow(unsafe_code)]
 fn tuple_tp_new(tuple: &Bound<'_, PyType>) -> PyResult<ffi::newfunc> {

@@ -1,4 +1,5 @@
-//! `murmur2` and `partition_for`, as `cdc/log/partitioner.py`.
+//! `murmur2` and `partition_for`, as `cdc/log/partitioner.py`, and `crc32` (zlib's, for
+//! the batch journal).
 
 use pyo3::prelude::*;
 
@@ -29,4 +30,16 @@ pub fn partition_for<'py>(
             .map_or_else(|e| match e {}, Bound::into_any)
             .rem(partitions),
     }
+}
+
+/// `zlib.crc32(data, value)`: the CRC-32 of `data` continuing from `value` (the work runs
+/// without the GIL).
+#[pyfunction]
+#[pyo3(signature = (data, value=0))]
+pub fn crc32(py: Python<'_>, data: &[u8], value: u32) -> u32 {
+    py.detach(|| {
+        let mut hasher = crc32fast::Hasher::new_with_initial(value);
+        hasher.update(data);
+        hasher.finalize()
+    })
 }

@@ -235,7 +235,7 @@ impl Parser<'_, '_> {
         } else {
             let value: f64 = literal.parse().ok()?;
             value.is_finite().then_some(())?;
-            push_float(self.out, value);
+            push_float(self.out, value).then_some(())?;
         }
         Some(())
     }

@@ -114,8 +114,7 @@ fn push_float_text(out: &mut Vec<u8>, text: &[u8]) -> bool {
     if !value.is_finite() {
         return false; // 1e999: Python's codec refuses it
     }
-    push_float(out, value);
-    true
+    push_float(out, value)
 }
 
 /// `-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?`

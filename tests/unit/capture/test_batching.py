@@ -50,3 +50,15 @@ def test_a_closed_batch_starts_over() -> None:
     assert not policy.full(records(100), BEHIND)
     policy.closed()
     assert policy.full(records(100), LIVE)
+
+
+def test_a_growing_batch_adds_up_only_its_new_records() -> None:
+    policy = group()
+    batch = records(100, size=50)  # 5,000 bytes
+    assert not policy.full(batch, BEHIND)
+    batch += records(25, size=50)  # 6,250
+    assert not policy.full(batch, BEHIND)
+    batch += records(25, size=200)  # 11,250
+    assert policy.full(batch, BEHIND)
+    policy.closed()
+    assert not policy.full(records(100, size=50), BEHIND)  # a new batch: counted anew

@@ -1,0 +1,240 @@
+//! `feed_batch`: the CopyData messages of the replication stream, as received, into
+//! records (or stream spool frames) in one call, for as long as they are the plain
+//! messages of normal and streamed transactions (the Python side is
+//! `NativeChanges.feed_batch` in `cdc/capture/dml_native.py`).
+
+use std::collections::HashMap;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use super::dml::record;
+use super::snapshot::SnapshotPlan;
+use crate::pgoutput::transaction::{commit_tail, push_lsn, read_begin, read_commit, Begin};
+use crate::pgoutput::{convert_change, convert_streamed_change, streamed_xid, Source};
+use crate::spool::{push_frame, Frame};
+
+/// An XLogData message: `w`, start LSN, end LSN, send time, then the pgoutput message.
+const XLOG_HEADER: usize = 25;
+
+/// One relation's conversion, as `NativeChanges` hands it over.
+struct Table<'py> {
+    plan: Bound<'py, SnapshotPlan>,
+    topic: Bound<'py, PyString>,
+    head: Vec<u8>,
+    topic_bytes: Vec<u8>,
+    source_names: Vec<u8>,
+}
+
+/// The transaction open while the batch is read.
+struct Open {
+    commit_lsn: u64,
+    lsn_text: Vec<u8>,
+    tail: Vec<u8>,
+    seq: u64,
+}
+
+/// What `feed_batch` returns: `(index, frames, commit, begin, seq, lsn)`.
+type Outcome<'py> = (
+    usize,
+    Option<Bound<'py, PyBytes>>,
+    Option<(u8, u64, u64, i64)>,
+    Option<(u64, i64, u32)>,
+    u64,
+    u64,
+);
+
+/// Take the messages of `raw` (CopyData payloads: bytes or memoryviews) from index
+/// `start` for as long as each is an XLogData holding one of:
+///
+/// - an Insert, Update or Delete of a relation in `tables` (OID → `(plan, topic, head,
+///   topic UTF-8, source names)`): inside a stream block (`stream`) its spool frame,
+///   as `spool_frame`, goes to `frames`; in the open transaction its record, as
+///   `dml_record`, is appended to `ready`;
+/// - with `begins`, the Begin of a normal transaction when none is open;
+/// - the Commit of the open one.
+///
+/// `open` is the transaction open before (`(commit_lsn, commit_lsn_text, tail, seq)`).
+/// Returns `(index, frames, commit, begin, seq, lsn)`:
+/// the index of the first message not taken (Python's to decode), the spool frames
+/// (None if none), the last Commit taken (`(flags, commit_lsn, end_lsn, commit_ts)`),
+/// the Begin of the transaction open at the end if it began here (`(final_lsn,
+/// commit_ts, xid)`), that transaction's next `seq`, and the end LSN of the last
+/// message taken (0 if none).
+#[pyfunction]
+#[pyo3(signature = (raw, start, tables, open, stream, begins, ready))]
+#[allow(clippy::too_many_arguments)] // one call per batch of messages
+pub fn feed_batch<'py>(
+    py: Python<'py>,
+    raw: &Bound<'py, PyList>,
+    start: usize,
+    tables: &Bound<'py, PyDict>,
+    open: Option<(u64, Vec<u8>, Vec<u8>, u64)>,
+    stream: bool,
+    begins: bool,
+    ready: &Bound<'py, PyList>,
+) -> PyResult<Outcome<'py>> {
+    let mut open = open.map(|(commit_lsn, lsn_text, tail, seq)| Open {
+        commit_lsn,
+        lsn_text,
+        tail,
+        seq,
+    });
+    let mut known: HashMap<u32, Option<Table<'py>>> = HashMap::new();
+    let mut frames: Vec<u8> = Vec::new();
+    let mut commit = None;
+    let mut begin: Option<Begin> = None;
+    let mut last_lsn = 0u64;
+    let mut data: Vec<u8> = Vec::new();
+    let mut index = start;
+    while index < raw.len() {
+        let item = raw.get_item(index)?;
+        let Ok(buffer) = PyBuffer::<u8>::get(&item) else {
+            break;
+        };
+        if !buffer.is_c_contiguous() {
+            break;
+        }
+        data.clear();
+        data.resize(buffer.len_bytes(), 0);
+        buffer.copy_to_slice(py, &mut data)?;
+        drop(buffer);
+        if data.len() <= XLOG_HEADER || data[0] != b'w' {
+            break;
+        }
+        let lsn = u64::from_be_bytes(data[1..9].try_into().unwrap_or_default());
+        let end_lsn = u64::from_be_bytes(data[9..17].try_into().unwrap_or_default());
+        let payload = &data[XLOG_HEADER..];
+        let taken = match payload[0] {
+            b'I' | b'U' | b'D' if stream => {
+                let table = table(&mut known, tables, payload, 5)?;
+                match (table, streamed_xid(payload)) {
+                    (Some(table), Some(subxid)) => {
+                        convert_streamed_change(payload, &table.plan.get().plan)
+                            .and_then(|change| {
+                                push_frame(
+                                    &mut frames,
+                                    &Frame {
+                                        subxid,
+                                        topic: &table.topic_bytes,
+                                        key: &change.key,
+                                        body: &change.value,
+                                        source_names: &table.source_names,
+                                        lsn,
+                                        tombstone: change.tombstone,
+                                    },
+                                )
+                            })
+                            .is_some()
+                    }
+                    _ => false,
+                }
+            }
+            b'I' | b'U' | b'D' => match (open.as_mut(), table(&mut known, tables, payload, 1)?) {
+                (Some(transaction), Some(table)) => {
+                    let source = Source {
+                        head: &table.head,
+                        lsn,
+                        commit_lsn: &transaction.lsn_text,
+                        seq: transaction.seq,
+                        tail: &transaction.tail,
+                    };
+                    match convert_change(payload, &table.plan.get().plan, Some(&source)) {
+                        Some(change) => {
+                            let made = record(
+                                py,
+                                &table.topic,
+                                &change,
+                                transaction.commit_lsn,
+                                transaction.seq,
+                            )?;
+                            ready.append(made)?;
+                            transaction.seq += 1;
+                            true
+                        }
+                        None => false,
+                    }
+                }
+                _ => false,
+            },
+            b'B' if begins && !stream && open.is_none() => {
+                match read_begin(payload).and_then(|b| commit_tail(&b).map(|tail| (b, tail))) {
+                    Some((found, tail)) => {
+                        let mut lsn_text = Vec::with_capacity(20);
+                        push_lsn(&mut lsn_text, found.final_lsn);
+                        open = Some(Open {
+                            commit_lsn: found.final_lsn,
+                            lsn_text,
+                            tail,
+                            seq: 0,
+                        });
+                        begin = Some(found);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            b'C' if !stream && open.is_some() => match read_commit(payload) {
+                Some(found) => {
+                    open = None;
+                    begin = None;
+                    commit = Some((
+                        found.flags,
+                        found.commit_lsn,
+                        found.end_lsn,
+                        found.commit_ts,
+                    ));
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        };
+        if !taken {
+            break;
+        }
+        last_lsn = end_lsn;
+        index += 1;
+    }
+    let frames = (!frames.is_empty()).then(|| PyBytes::new(py, &frames));
+    let seq = open.as_ref().map_or(0, |o| o.seq);
+    let begin = begin.map(|b| (b.final_lsn, b.commit_ts, b.xid));
+    Ok((index, frames, commit, begin, seq, last_lsn))
+}
+
+/// The conversion of the relation whose OID is at byte `at` of `payload`, from `tables`
+/// (looked up once per OID per batch); None when Python must convert its changes.
+fn table<'a, 'py>(
+    known: &'a mut HashMap<u32, Option<Table<'py>>>,
+    tables: &Bound<'py, PyDict>,
+    payload: &[u8],
+    at: usize,
+) -> PyResult<Option<&'a Table<'py>>> {
+    let Some(oid) = payload.get(at..at + 4) else {
+        return Ok(None);
+    };
+    let oid = u32::from_be_bytes([oid[0], oid[1], oid[2], oid[3]]);
+    let found = match known.entry(oid) {
+        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+        std::collections::hash_map::Entry::Vacant(entry) => {
+            let table = match tables.get_item(oid)? {
+                Some(found) => Some(unpack(&found.cast_into::<PyTuple>()?)?),
+                None => None,
+            };
+            entry.insert(table)
+        }
+    };
+    Ok(found.as_ref())
+}
+
+/// `(plan, topic, head, topic UTF-8, source names)`.
+fn unpack<'py>(entry: &Bound<'py, PyTuple>) -> PyResult<Table<'py>> {
+    Ok(Table {
+        plan: entry.get_item(0)?.cast_into()?,
+        topic: entry.get_item(1)?.cast_into()?,
+        head: entry.get_item(2)?.extract()?,
+        topic_bytes: entry.get_item(3)?.extract()?,
+        source_names: entry.get_item(4)?.extract()?,
+    })
+}

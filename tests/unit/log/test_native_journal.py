@@ -1,0 +1,55 @@
+"""The journal's batch written as buffers (``batch_buffers``, ``os.writev``) against the
+reference ``encode_batch``: the same bytes, whatever the parts; the native ``crc32``
+against ``zlib.crc32``. Without a native build the native test skips, except in CI."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdc.log.file import journal
+from cdc.log.file.journal import Journal, batch_buffers, encode_batch, read_batches
+from cdc.native import import_core
+
+parts = st.lists(st.tuples(st.text(max_size=8).map(str.encode), st.integers(0, 2**32 - 1),
+                           st.integers(0, 2**64 - 1), st.binary(max_size=300)), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts)
+def test_the_buffers_are_the_encoded_batch(batch: list[tuple[bytes, int, int, bytes]]) -> None:
+    assert b"".join(batch_buffers(batch)) == encode_batch(batch)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=5000), st.integers(0, 2**32 - 1))
+def test_the_native_crc32_is_zlibs(data: bytes, value: int) -> None:
+    core = import_core()
+    if core is None or not hasattr(core, "crc32"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("the native core (distributary_native) is not installed or too old")
+        pytest.skip("the native core is not built: run 'make setup'")
+    assert core.crc32(data, value) == zlib.crc32(data, value)
+    assert core.crc32(data) == zlib.crc32(data)
+
+
+def test_more_buffers_than_one_writev_takes(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal, "_IOV_MAX", 3)
+    batch = [(b"t%d" % i, i, i * 7, b"x" * i) for i in range(40)]
+    log = tmp_path / "log"
+    log.mkdir()
+    writer = Journal(log)
+    writer.write(batch)
+    writer.write(batch[:1])
+    writer.close()
+    assert writer.path.read_bytes() == encode_batch(batch) + encode_batch(batch[:1])
+    found = [[(p.topic, p.partition, p.first_offset, p.data) for p in b.parts]
+             for b in read_batches(log)]
+    assert found == [[(t.decode(), p, o, d) for t, p, o, d in batch],
+                     [(t.decode(), p, o, d) for t, p, o, d in batch[:1]]]
