@@ -19,10 +19,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from cdc.capture.replication import ReplicationConnection
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.snapshot import run_initial_snapshot
-from cdc.capture.snapshot_progress import SnapshotProgress
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.snapshot.initial import run_initial_snapshot
+from cdc.capture.snapshot.progress import SnapshotProgress
+from cdc.capture.stream.replication import ReplicationConnection
 from cdc.log.file import FileLog
 from compose.launcher import PostgresServer
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from cdc.capture.publication import selected_tables
+from cdc.capture.source.publication import selected_tables
 from cdc.log import partition_for
 from compose.launcher import PostgresServer
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import click
 
 from cdc.capture.commands import capture, doctor
-from cdc.capture.ddl_command import ddl_group
-from cdc.capture.event_schema_command import event_schema
-from cdc.capture.snapshot_command import snapshot
+from cdc.capture.schema.ddl_command import ddl_group
+from cdc.capture.schema.event_schema_command import event_schema
+from cdc.capture.snapshot.command import snapshot
 from cdc.config.commands import config_schema, validate
 from cdc.help_examples import add_examples
 from cdc.lazy_group import LazyCommand, LazyGroup

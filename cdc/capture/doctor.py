@@ -9,15 +9,15 @@ from psycopg import sql
 
 from cdc.config import PipelineConfig
 
-from .ddl import ddl_trigger_findings
 from .doctor_kafka import kafka_limit_findings
 from .findings import Finding, Level
-from .privileges import privilege_findings
-from .publication import catalog_tables
-from .slot import read_slot
-from .table_selection import TableSelection, quote_name
-from .topics import topic_findings
-from .wal_safety import RECREATE_FLAG, wal_retention
+from .schema.ddl import ddl_trigger_findings
+from .schema.topics import topic_findings
+from .source.privileges import privilege_findings
+from .source.publication import catalog_tables
+from .source.slot import read_slot
+from .source.table_selection import TableSelection, quote_name
+from .source.wal_safety import RECREATE_FLAG, wal_retention
 
 __all__ = ["Finding", "Level", "diagnose"]
 

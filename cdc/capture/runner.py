@@ -27,13 +27,7 @@ from cdc.crashpoints import crash_point
 from cdc.errors import SourceError
 from cdc.log import Log
 
-from . import session
-from .batching import BatchLimits, GroupCommit
-from .ddl import DDL_PREFIX
-from .dml_native import NativeChanges
 from .fallbacks import FALLBACKS, DecodeFallbacks
-from .incremental import IncrementalSnapshots
-from .incremental_log import read_records
 from .lsn import format_lsn
 from .pgoutput import (
     Begin,
@@ -47,16 +41,22 @@ from .pgoutput import (
     StreamStop,
     Update,
 )
-from .publication import sync_publication
-from .replication import Keepalive, ReplicationConnection, now_pg_micros, parse_copy_message
-from .resume import ResumeFilter
-from .shapes import ShapeRegistry, versions_from_log
-from .slot import check_slot_health, ensure_publication, slot_two_phase
-from .slot_start import SlotStart
-from .source_checks import refuse_sql_ascii, source_address
-from .spool import StreamSpool
-from .topics import check_published_topics, published_tables
-from .transactions import TransactionAssembler
+from .schema.ddl import DDL_PREFIX
+from .schema.shapes import ShapeRegistry, versions_from_log
+from .schema.topics import check_published_topics, published_tables
+from .snapshot.incremental import IncrementalSnapshots
+from .snapshot.incremental_log import read_records
+from .source import session
+from .source.checks import refuse_sql_ascii, source_address
+from .source.publication import sync_publication
+from .source.slot import check_slot_health, ensure_publication, slot_two_phase
+from .source.slot_start import SlotStart
+from .stream.batching import BatchLimits, GroupCommit
+from .stream.native import NativeChanges
+from .stream.replication import Keepalive, ReplicationConnection, now_pg_micros, parse_copy_message
+from .stream.resume import ResumeFilter
+from .stream.spool import StreamSpool
+from .stream.transactions import TransactionAssembler
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Literal
 from psycopg.conninfo import make_conninfo
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from cdc.capture.table_selection import PatternError, parse_pattern
+from cdc.capture.source.table_selection import PatternError, parse_pattern
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.conninfo import parse_dsn
 from cdc.config.fields import Duration, PgIdentifier, PostgresDsn, SlotName

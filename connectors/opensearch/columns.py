@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class ColumnTypes(Protocol):
     """Column name → type of a table, or ``None`` if unknown: the type's name
     (``pg_catalog.int4``), or its structure where the schema record gives one
-    (``type_detail``, see ``cdc.capture.type_details``)."""
+    (``type_detail``, see ``cdc.capture.schema.type_details``)."""
 
     def __call__(self, schema: str, table: str,
                  version: int) -> Mapping[str, ColumnType] | None: ...

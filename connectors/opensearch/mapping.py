@@ -83,7 +83,7 @@ def mapping_for_type(type_name: str) -> FieldMapping:
 
 def mapping_for_column(column_type: ColumnType) -> FieldMapping:
     """The field mapping of a column type: a type name, or a schema record's
-    ``type_detail`` (``cdc.capture.type_details``) that also tells what a composite,
+    ``type_detail`` (``cdc.capture.schema.type_details``) that also tells what a composite,
     domain, array or range is made of."""
     return mapping_for_detail(column_type, 0) if isinstance(column_type, Mapping) \
         else mapping_for_type(column_type)

@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cdc.capture import session
-from cdc.capture.slot import split_table
-from cdc.capture.topics import published_tables
+from cdc.capture.schema.topics import published_tables
+from cdc.capture.source import session
+from cdc.capture.source.slot import split_table
 from cdc.config import ConnectorConfig, PipelineConfig
 
 SUPPORTED = ("opensearch", "redis")

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from cdc.capture.incremental_log import MESSAGE_PREFIX, read_records, table_states
+from cdc.capture.snapshot.incremental_log import MESSAGE_PREFIX, read_records, table_states
 from cdc.errors import SourceError
 from cdc.log import Log
 from connectors.contract import version_of

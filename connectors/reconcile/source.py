@@ -1,6 +1,6 @@
 """Reading a table as the capture would: key-ordered chunks rendered into event rows.
 
-Rows are read as text with the capture's pinned session settings (``cdc.capture.session``)
+Rows are read as text with the capture's pinned session settings (``cdc.capture.source.session``)
 and turned into the event's ``key`` and ``after`` objects by the capture's own
 ``read_event`` (the codecs of the snapshot), so a row compares exactly with what the
 pipeline wrote. Each read notes the WAL position just before it (``before_lsn``: a
@@ -19,11 +19,11 @@ import orjson
 import psycopg
 from psycopg import sql
 
-from cdc.capture import session
 from cdc.capture.events import TableShape, read_event
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.snapshot_catalog import catalog_tables
-from cdc.capture.snapshot_chunks import ChunkKey, chunk_key, chunk_query
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.snapshot.catalog import catalog_tables
+from cdc.capture.snapshot.chunks import ChunkKey, chunk_key, chunk_query
+from cdc.capture.source import session
 from cdc.config.topic_names import TopicNamer
 from cdc.errors import SourceError
 
@@ -57,7 +57,7 @@ def current_lsn(conn: psycopg.Connection[Any]) -> int:
 
 
 class TableSource:
-    """One table, read in chunks of its key (``cdc.capture.snapshot_chunks``)."""
+    """One table, read in chunks of its key (``cdc.capture.snapshot.chunks``)."""
 
     def __init__(self, dsn: str, schema: str, table: str, topics: TopicNamer) -> None:
         self.name = f"{schema}.{table}"

@@ -7,7 +7,7 @@ import time
 import psycopg
 from psycopg import sql
 
-from cdc.capture.replication import Keepalive, ReplicationConnection, XLogData
+from cdc.capture.stream.replication import Keepalive, ReplicationConnection, XLogData
 
 
 def test_receives_one_insert_over_pgoutput(postgres_dsn: str, unique_name: str) -> None:

@@ -43,7 +43,7 @@ from cdc.capture.pgoutput import (
     StreamStart,
     TypeMsg,
 )
-from cdc.capture.replication import Keepalive, ReplicationConnection, XLogData
+from cdc.capture.stream.replication import Keepalive, ReplicationConnection, XLogData
 
 # column → (SQL type, one literal per row); {} in a type is the test's type-name prefix
 COLUMNS: dict[str, tuple[str, list[str]]] = {

@@ -11,8 +11,8 @@ import orjson
 import psycopg
 from click.testing import CliRunner
 
-from cdc.capture.incremental_log import TableSnapshot, read_records, table_states
 from cdc.capture.runner import Capture, CaptureSettings
+from cdc.capture.snapshot.incremental_log import TableSnapshot, read_records, table_states
 from cdc.cli import main
 
 from .conftest import CaptureEnv

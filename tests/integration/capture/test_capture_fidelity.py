@@ -14,7 +14,7 @@ import pytest
 from psycopg import conninfo, sql
 
 from cdc.capture.runner import Capture
-from cdc.capture.topics import topic_findings
+from cdc.capture.schema.topics import topic_findings
 from cdc.errors import ConfigError
 from cdc.log import StartAt
 from cdc.log.file import FileLog

@@ -10,8 +10,8 @@ import orjson
 import psycopg
 import pytest
 
-from cdc.capture.incremental_log import read_records
 from cdc.capture.runner import Capture, CaptureSettings
+from cdc.capture.snapshot.incremental_log import read_records
 from cdc.config import PipelineConfig, load_config
 from cdc.log.open import open_log
 from compose.launcher import PostgresServer

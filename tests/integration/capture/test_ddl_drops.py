@@ -10,8 +10,8 @@ import orjson
 import psycopg
 from click.testing import CliRunner
 
-from cdc.capture import ddl
 from cdc.capture.runner import Capture
+from cdc.capture.schema import ddl
 from cdc.cli import main
 
 from .conftest import CaptureEnv

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 from click.testing import CliRunner
 
-from cdc.capture.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.runner import Capture
+from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
 from cdc.cli import main
 
 from .conftest import CaptureEnv

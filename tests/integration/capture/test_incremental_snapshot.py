@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from cdc.capture import incremental
 from cdc.capture.runner import Capture
+from cdc.capture.snapshot import incremental
 from cdc.cli import main
 
 from .conftest import CaptureEnv

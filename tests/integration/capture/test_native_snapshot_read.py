@@ -11,11 +11,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from cdc.capture.replication import ReplicationConnection
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.snapshot_native import NativeTable
-from cdc.capture.snapshot_progress import SnapshotProgress
-from cdc.capture.snapshot_read import read_tables
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.snapshot.native import NativeTable
+from cdc.capture.snapshot.progress import SnapshotProgress
+from cdc.capture.snapshot.read import read_tables
+from cdc.capture.stream.replication import ReplicationConnection
 from cdc.log import StartAt
 from cdc.log.file import FileLog
 from cdc.native import enabled, snapshot_core

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from cdc.capture.ddl import install
 from cdc.capture.runner import Capture
+from cdc.capture.schema.ddl import install
 from cdc.cli import main
 from cdc.errors import SourceError
 from cdc.log import Message

@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 import pytest
 
-from cdc.capture import snapshot_read
-from cdc.capture.incremental_log import read_records
-from cdc.capture.snapshot_resume import initial_snapshot
+from cdc.capture.snapshot import read as snapshot_read
+from cdc.capture.snapshot.incremental_log import read_records
+from cdc.capture.snapshot.resume import initial_snapshot
 from cdc.log import Message, Position
 from cdc.log.open import open_log
 

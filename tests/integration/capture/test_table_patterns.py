@@ -12,10 +12,11 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 
-from cdc.capture import incremental, runner
+from cdc.capture import runner
 from cdc.capture.doctor import diagnose
-from cdc.capture.publication import ensure_publication, sync_publication
 from cdc.capture.runner import Capture
+from cdc.capture.snapshot import incremental
+from cdc.capture.source.publication import ensure_publication, sync_publication
 from cdc.config import load_config
 
 from .conftest import CaptureEnv

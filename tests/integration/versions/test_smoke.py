@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.capture.snapshot_resume import request_records
+from cdc.capture.snapshot.resume import request_records
 from cdc.config import load_config
 from cdc.log.file import FileLog
 from tests.integration.fidelity.catalogue import columns, row_count

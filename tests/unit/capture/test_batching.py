@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc.capture.batching import BatchLimits, GroupCommit
+from cdc.capture.stream.batching import BatchLimits, GroupCommit
 from cdc.log import Record
 
 LIMITS = BatchLimits(events=100, max_age_s=0.05, backlog_lag_s=1.0, backlog_max_age_s=1.0,

@@ -10,13 +10,13 @@ import orjson
 import psycopg
 import pytest
 
-from cdc.capture.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.events import read_event
 from cdc.capture.fallbacks import FALLBACKS
 from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.spool import StreamSpool
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.stream.spool import StreamSpool
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.config.topic_names import TopicNamer
 from cdc.errors import ConfigError
 

@@ -8,8 +8,6 @@ from typing import Any, cast
 import orjson
 import psycopg
 
-from cdc.capture.ddl import DDL_PREFIX
-from cdc.capture.ddl_drops import DroppedTable, dropped_tables
 from cdc.capture.pgoutput import (
     Begin,
     Column,
@@ -21,9 +19,11 @@ from cdc.capture.pgoutput import (
     StreamStart,
     StreamStop,
 )
-from cdc.capture.shapes import ShapeRegistry, versions_from_log
-from cdc.capture.spool import StreamSpool
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.schema.ddl import DDL_PREFIX
+from cdc.capture.schema.ddl_drops import DroppedTable, dropped_tables
+from cdc.capture.schema.shapes import ShapeRegistry, versions_from_log
+from cdc.capture.stream.spool import StreamSpool
+from cdc.capture.stream.transactions import TransactionAssembler
 
 INT4 = 23
 

@@ -7,7 +7,6 @@ from typing import Any, cast
 
 import orjson
 
-from cdc.capture.ddl import DDL_PREFIX
 from cdc.capture.pgoutput import (
     Begin,
     Commit,
@@ -17,9 +16,10 @@ from cdc.capture.pgoutput import (
     StreamStart,
     StreamStop,
 )
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.spool import StreamSpool
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.schema.ddl import DDL_PREFIX
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.stream.spool import StreamSpool
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Position
 
 DDL = orjson.dumps({"tag": "ALTER TABLE", "command": "ALTER TABLE t ADD COLUMN x int"})

@@ -8,15 +8,15 @@ import orjson
 import pytest
 from psycopg import sql
 
-from cdc.capture.incremental_log import (
+from cdc.capture.snapshot.chunks import ChunkKey, KeyColumn, chunk_query
+from cdc.capture.snapshot.copy import _copy_field
+from cdc.capture.snapshot.incremental_log import (
     TableSnapshot,
     known_tables,
     table_states,
     tables_record,
 )
-from cdc.capture.snapshot_chunks import ChunkKey, KeyColumn, chunk_query
-from cdc.capture.snapshot_copy import _copy_field
-from cdc.capture.watermarks import ALL_KEYS, KeyTracker, SnapshotXids, surviving
+from cdc.capture.snapshot.watermarks import ALL_KEYS, KeyTracker, SnapshotXids, surviving
 
 
 def test_snapshot_visibility() -> None:
@@ -100,10 +100,10 @@ def test_chunk_query_is_keyset_paginated() -> None:
 
 def test_progress_is_logged_when_not_on_a_terminal(caplog: pytest.LogCaptureFixture,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from cdc.capture import snapshot_progress
+    from cdc.capture.snapshot import progress as snapshot_progress
 
     monkeypatch.setattr(snapshot_progress, "LOG_EVERY_S", 0.0)
-    caplog.set_level(logging.INFO, logger="cdc.capture.snapshot_progress")
+    caplog.set_level(logging.INFO, logger="cdc.capture.snapshot.progress")
     with snapshot_progress.SnapshotProgress(interactive=False) as progress:
         progress.start("public.orders", 1000)
         progress.advance("public.orders", 250)

@@ -21,10 +21,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc.capture.dml_native import NativeChanges
 from cdc.capture.pgoutput import Begin, Commit, Delete, Insert, StreamStart, StreamStop, Update
-from cdc.capture.replication import Keepalive, XLogData, parse_copy_message
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.stream.native import NativeChanges
+from cdc.capture.stream.replication import Keepalive, XLogData, parse_copy_message
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
 from cdc.native import DmlCore
 

@@ -35,14 +35,14 @@ from cdc.capture.codecs import (
     decode_timestamp,
     decode_timestamptz,
 )
-from cdc.capture.dml_native import NativeChanges
 from cdc.capture.events import delete_events, insert_events, update_events
 from cdc.capture.pgoutput import Delete, Insert, PgOutputDecoder, Update
-from cdc.capture.shapes import ShapeRegistry
-from cdc.capture.snapshot_copy import copy_row
-from cdc.capture.snapshot_native import NativeTable
-from cdc.capture.spool import StreamSpool
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.schema.shapes import ShapeRegistry
+from cdc.capture.snapshot.copy import copy_row
+from cdc.capture.snapshot.native import NativeTable
+from cdc.capture.stream.native import NativeChanges
+from cdc.capture.stream.spool import StreamSpool
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.errors import DecodeError
 from cdc.log import Position, Record
 from cdc.native import DmlCore, dml_core, import_core

@@ -34,8 +34,8 @@ from cdc.capture.codecs import (
     decode_timestamptz,
 )
 from cdc.capture.events import CommitInfo, TableShape, complete, read_event
-from cdc.capture.snapshot_copy import copy_row
-from cdc.capture.snapshot_native import NativeTable
+from cdc.capture.snapshot.copy import copy_row
+from cdc.capture.snapshot.native import NativeTable
 from cdc.log import Position, Record
 from cdc.native import SnapshotCore, import_core, snapshot_core
 

@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc.capture import dml_native
-from cdc.capture.dml_native import NativeChanges
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.stream import native as dml_native
+from cdc.capture.stream.native import NativeChanges
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
 from cdc.native import DmlCore
 

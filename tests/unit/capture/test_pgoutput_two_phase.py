@@ -24,8 +24,8 @@ from cdc.capture.pgoutput import (
     StreamStart,
     StreamStop,
 )
-from cdc.capture.replication import protocol_version
-from cdc.capture.transactions import TransactionAssembler
+from cdc.capture.stream.replication import protocol_version
+from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.errors import DecodeError
 
 from . import wire

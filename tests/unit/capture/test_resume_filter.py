@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdc.capture.resume import ResumeFilter
+from cdc.capture.stream.resume import ResumeFilter
 from cdc.log import NO_POSITION, Position, Record, partition_for
 
 

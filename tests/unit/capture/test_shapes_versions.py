@@ -8,7 +8,7 @@ import orjson
 import psycopg
 
 from cdc.capture.pgoutput import Column, Relation
-from cdc.capture.shapes import ShapeRegistry, versions_from_log
+from cdc.capture.schema.shapes import ShapeRegistry, versions_from_log
 from cdc.log import Record
 
 INT4, INT8, TEXT = 23, 20, 25

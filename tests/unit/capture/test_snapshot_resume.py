@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from cdc.capture.snapshot_resume import (
+from cdc.capture.snapshot.resume import (
     initial_snapshot,
     request_records,
     tables_to_stream,

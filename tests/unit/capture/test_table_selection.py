@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.capture.table_selection import (
+from cdc.capture.source.table_selection import (
     PatternError,
     TableSelection,
     parse_pattern,

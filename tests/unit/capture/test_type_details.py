@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cdc.capture.codecs import TypeCatalog, TypeInfo
-from cdc.capture.type_details import describe_type
+from cdc.capture.schema.type_details import describe_type
 
 
 def test_builtin_types_ranges_and_arrays() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc.capture.wal_safety import RECREATE_FLAG, SlotLostError, WalRetention
+from cdc.capture.source.wal_safety import RECREATE_FLAG, SlotLostError, WalRetention
 
 MB = 1024 * 1024
 

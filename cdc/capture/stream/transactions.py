@@ -25,10 +25,8 @@ import orjson
 
 from cdc.log import Position, Record
 
-from .codecs import pg_micros_to_iso
-from .ddl import DDL_PREFIX
-from .ddl_drops import dropped_tables
-from .events import (
+from ..codecs import pg_micros_to_iso
+from ..events import (
     CommitInfo,
     PendingEvent,
     complete,
@@ -38,7 +36,7 @@ from .events import (
     truncate_event,
     update_events,
 )
-from .pgoutput import (
+from ..pgoutput import (
     Begin,
     BeginPrepare,
     Commit,
@@ -59,7 +57,9 @@ from .pgoutput import (
     TypeMsg,
     Update,
 )
-from .shapes import ShapeRegistry
+from ..schema.ddl import DDL_PREFIX
+from ..schema.ddl_drops import dropped_tables
+from ..schema.shapes import ShapeRegistry
 from .spool import StreamSpool
 
 log = logging.getLogger(__name__)

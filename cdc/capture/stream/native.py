@@ -26,9 +26,9 @@ import orjson
 from cdc.log import Record
 from cdc.native import DmlCore, dml_core
 
-from .events import CommitInfo, TableShape
-from .pgoutput import Begin, Commit, PgOutputDecoder
-from .snapshot_native import NativeTable
+from ..events import CommitInfo, TableShape
+from ..pgoutput import Begin, Commit, PgOutputDecoder
+from ..snapshot.native import NativeTable
 from .spool import CommittedSpool
 from .transactions import TransactionAssembler
 

@@ -23,18 +23,18 @@ import psycopg
 from cdc.config import PipelineConfig
 from cdc.log import Log, Producer
 
-from . import session
-from .incremental_log import read_records, table_states
-from .shapes import KnownSchema, ShapeRegistry
-from .slot import drop_lost_slot, ensure_slot, read_slot, split_table
-from .snapshot import mark_completed, mark_started, mark_tables_read, published_tables
-from .snapshot_read import read_tables
-from .snapshot_resume import (
+from ..schema.shapes import KnownSchema, ShapeRegistry
+from ..snapshot.incremental_log import read_records, table_states
+from ..snapshot.initial import mark_completed, mark_started, mark_tables_read, published_tables
+from ..snapshot.read import read_tables
+from ..snapshot.resume import (
     InitialSnapshot,
     initial_snapshot,
     request_records,
     tables_to_stream,
 )
+from . import session
+from .slot import drop_lost_slot, ensure_slot, read_slot, split_table
 
 log = logging.getLogger(__name__)
 

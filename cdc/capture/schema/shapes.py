@@ -12,10 +12,10 @@ import psycopg
 from cdc.config.topic_names import TopicClaims, TopicNamer
 from cdc.log import Record
 
-from .codecs import TypeCatalog
-from .events import TableShape
-from .pgoutput import Relation
-from .slot import primary_key
+from ..codecs import TypeCatalog
+from ..events import TableShape
+from ..pgoutput import Relation
+from ..source.slot import primary_key
 from .type_details import describe_type
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from cdc.config import PipelineConfig
 
-from .findings import Finding, Level
+from ..findings import Finding, Level
 from .publication import selected_tables
 
 EMIT_MESSAGE = "pg_logical_emit_message(boolean, text, text)"

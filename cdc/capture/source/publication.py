@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .findings import MissingPrivilegeError
+from ..findings import MissingPrivilegeError
 from .table_selection import TableSelection
 
 log = logging.getLogger(__name__)

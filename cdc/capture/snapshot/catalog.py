@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from .pgoutput import Column, Relation
+from ..pgoutput import Column, Relation
 
 # every column as SELECT * returns it: (name, type oid, typmod); domains as their base
 StarColumns = tuple[tuple[str, int, int], ...]

@@ -46,14 +46,14 @@ from psycopg import sql
 from cdc.crashpoints import crash_point
 from cdc.log import Position, Producer, Record
 
-from . import session
-from .events import CommitInfo, TableShape, complete, read_event, truncate_event
-from .lsn import format_lsn
-from .shapes import ShapeRegistry
-from .snapshot_catalog import CatalogTable, TableCheck, catalog_tables
-from .snapshot_copy import BATCH_ROWS, copy_batches, copy_chunks
-from .snapshot_native import CopyChunk, NativeTable
-from .snapshot_progress import SnapshotProgress
+from ..events import CommitInfo, TableShape, complete, read_event, truncate_event
+from ..lsn import format_lsn
+from ..schema.shapes import ShapeRegistry
+from ..source import session
+from .catalog import CatalogTable, TableCheck, catalog_tables
+from .copy import BATCH_ROWS, copy_batches, copy_chunks
+from .native import CopyChunk, NativeTable
+from .progress import SnapshotProgress
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from cdc.log import Record
 
+from ..lsn import parse_lsn
 from .incremental_log import TableSnapshot
-from .lsn import parse_lsn
 
 RESUME_CHUNK_ROWS = 5000
 

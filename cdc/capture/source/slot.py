@@ -11,9 +11,9 @@ import psycopg
 
 from cdc.errors import SourceError
 
-from .lsn import parse_lsn
+from ..lsn import parse_lsn
+from ..stream.replication import ReplicationConnection
 from .publication import ensure_publication
-from .replication import ReplicationConnection
 from .wal_safety import SlotLostError, wal_retention
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .events import PendingEvent
+from ..events import PendingEvent
 
 _FRAME = struct.Struct(">IIIIIQ?")
 

@@ -28,8 +28,13 @@ from cdc.crashpoints import crash_point
 from cdc.errors import SourceError
 from cdc.log import Position, Producer, Record
 
-from . import session
-from .events import CommitInfo, TableShape, complete, insert_events, truncate_event
+from ..events import CommitInfo, TableShape, complete, insert_events, truncate_event
+from ..lsn import format_lsn, parse_lsn
+from ..pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
+from ..schema.shapes import ShapeRegistry
+from ..source import session
+from ..source.slot import split_table
+from .chunks import WHOLE_TABLE, ChunkKey, NoChunkKeyError, chunk_key, chunk_query
 from .incremental_log import (
     MESSAGE_PREFIX,
     TableSnapshot,
@@ -37,12 +42,7 @@ from .incremental_log import (
     table_states,
     tables_record,
 )
-from .lsn import format_lsn, parse_lsn
-from .pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
-from .shapes import ShapeRegistry
-from .slot import split_table
-from .snapshot import catalog_relation
-from .snapshot_chunks import WHOLE_TABLE, ChunkKey, NoChunkKeyError, chunk_key, chunk_query
+from .initial import catalog_relation
 from .watermarks import KeyTracker, SnapshotXids, surviving
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ class IncrementalSnapshots:
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
-            from .snapshot import snapshot_connection
+            from .initial import snapshot_connection
             self._conn = snapshot_connection(self.dsn)
         return self._conn
 

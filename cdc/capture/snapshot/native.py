@@ -19,7 +19,7 @@ import orjson
 from cdc.log import Position, Record
 from cdc.native import SnapshotCore, snapshot_core
 
-from .codecs import (
+from ..codecs import (
     decode_bool,
     decode_date,
     decode_float,
@@ -30,8 +30,8 @@ from .codecs import (
     decode_timestamp,
     decode_timestamptz,
 )
-from .events import CommitInfo, TableShape, complete, read_event
-from .snapshot_copy import copy_row
+from ..events import CommitInfo, TableShape, complete, read_event
+from .copy import copy_row
 
 # codec → the native kind number (native/src/snapshot/values.rs, `Kind::from_code`)
 KINDS: dict[Callable[[str], object], int] = {

@@ -20,10 +20,10 @@ from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import SourceError
 from cdc.log.open import open_log
 
+from ..lsn import format_lsn
+from ..source.slot import split_table
+from .chunks import chunk_key
 from .incremental_log import MESSAGE_PREFIX, read_records, table_states
-from .lsn import format_lsn
-from .slot import split_table
-from .snapshot_chunks import chunk_key
 
 
 @click.command(name="snapshot")

@@ -33,8 +33,8 @@ from psycopg import sql
 
 from cdc.errors import SourceError
 
+from ..findings import Finding
 from .ddl_drops import DROP_FUNCTION_BODY, DROP_FUNCTION_NAME, DROP_TRIGGER_NAME
-from .findings import Finding
 
 DDL_PREFIX = "distributary.ddl"
 TRIGGER_NAME = "distributary_ddl"

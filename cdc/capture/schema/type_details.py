@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .codecs import TypeCatalog
+from ..codecs import TypeCatalog
 
 _MAX_DEPTH = 8
 

@@ -26,7 +26,7 @@ import orjson
 
 from cdc.log import Log, Record
 
-from .snapshot import snapshot_topic
+from .initial import snapshot_topic
 
 MESSAGE_PREFIX = "distributary.snapshot"
 ACTIVE_STATES = frozenset({"requested", "running"})

@@ -26,13 +26,13 @@ import psycopg
 
 from cdc.log import Producer, Record
 
-from . import session
-from .lsn import format_lsn
-from .pgoutput import Column, Relation
-from .publication import selected_tables
-from .shapes import ShapeRegistry
-from .snapshot_progress import SnapshotProgress
-from .snapshot_read import read_tables
+from ..lsn import format_lsn
+from ..pgoutput import Column, Relation
+from ..schema.shapes import ShapeRegistry
+from ..source import session
+from ..source.publication import selected_tables
+from .progress import SnapshotProgress
+from .read import read_tables
 
 log = logging.getLogger(__name__)
 

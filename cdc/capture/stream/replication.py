@@ -20,8 +20,8 @@ from psycopg import pq, sql
 
 from cdc.errors import SourceError
 
-from .lsn import format_lsn, parse_lsn
-from .session import pinned_conninfo, session_options
+from ..lsn import format_lsn, parse_lsn
+from ..source.session import pinned_conninfo, session_options
 
 log = logging.getLogger(__name__)
 

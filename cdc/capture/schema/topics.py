@@ -11,7 +11,7 @@ from cdc.config import PipelineConfig
 from cdc.config.topic_names import TopicNamer, plain_topic
 from cdc.errors import ConfigError
 
-from .findings import Finding
+from ..findings import Finding
 
 
 def published_tables(conn: psycopg.Connection[Any], publication: str) -> list[tuple[str, str]]:

@@ -1,0 +1,2 @@
+"""The source database: connections with pinned session settings, the publication and
+the slot, start-up checks and privileges, WAL safety."""
