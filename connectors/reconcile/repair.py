@@ -12,17 +12,13 @@ at least as new, so a repair never overwrites a newer change.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import orjson
-import psycopg
-
-from cdc.capture.snapshot.incremental_log import MESSAGE_PREFIX, read_records, table_states
+from cdc.capture.snapshot.command import emit_request
+from cdc.capture.snapshot.incremental_log import read_records, table_states
 from cdc.errors import SourceError
 from cdc.log import Log
 from connectors.contract import version_of
 
-from .catchup import lsn_text
 from .source import KeyText, TableSource, current_lsn
 from .target import Target
 from .walk import CatchUp
@@ -43,7 +39,7 @@ def request_snapshot(source: TableSource, keys: Sequence[KeyText], event_log: Lo
                           "reconcile --repair again once it completed (cdc snapshot --status)")
     content = {"action": "snapshot", "table": source.name, "where": source.where_keys(keys),
                "chunk": max(1, min(len(keys), MAX_CHUNK))}
-    return _emit(source.conn, content)
+    return emit_request(source.conn, content)
 
 
 def delete_extras(source: TableSource, target: Target, ids: Sequence[str], older_than: int,
@@ -59,15 +55,3 @@ def delete_extras(source: TableSource, target: Target, ids: Sequence[str], older
         if (stored is None or stored < older_than) and target.delete(sink_id, version):
             deleted += 1
     return deleted
-
-
-def _emit(conn: psycopg.Connection[Any], content: dict[str, Any]) -> str:
-    try:
-        row = conn.execute("SELECT pg_logical_emit_message(false, %s, %s) - '0/0'::pg_lsn",
-                           (MESSAGE_PREFIX, orjson.dumps(content).decode())).fetchone()
-    except psycopg.errors.InsufficientPrivilege:
-        raise SourceError("this role may not call pg_logical_emit_message; GRANT EXECUTE ON "
-                          "FUNCTION pg_logical_emit_message(boolean, text, text) TO <role>"
-                          ) from None
-    assert row is not None
-    return lsn_text(int(row[0]))

@@ -62,12 +62,12 @@ def snapshot(config_path: Path, table: str | None, where: str | None, chunk: int
     try:
         with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
             if cancel:
-                lsn = _emit(conn, {"action": "cancel", "table": name})
+                lsn = emit_request(conn, {"action": "cancel", "table": name})
                 click.echo(f"cancellation of {name}'s snapshot sent (WAL {lsn}); the capture "
                            "stops it when it reads that far")
                 return
             _check_request(conn, config, name, where)
-            lsn = _emit(conn, {"action": "snapshot", "table": name, "where": where,
+            lsn = emit_request(conn, {"action": "snapshot", "table": name, "where": where,
                                "chunk": chunk})
     except SourceError as exc:
         raise click.ClickException(str(exc)) from None
@@ -112,7 +112,9 @@ def _check_request(conn: psycopg.Connection[Any], config: PipelineConfig, name: 
                           "(--cancel) to start over")
 
 
-def _emit(conn: psycopg.Connection[Any], content: dict[str, Any]) -> str:
+def emit_request(conn: psycopg.Connection[Any], content: dict[str, Any]) -> str:
+    """Send ``content`` (a snapshot request or cancel) to the running capture as a WAL
+    logical message; the message's LSN as text."""
     try:
         row = conn.execute("SELECT pg_logical_emit_message(false, %s, %s)",
                            (MESSAGE_PREFIX, orjson.dumps(content).decode())).fetchone()
