@@ -28,19 +28,7 @@ from cdc.errors import SourceError
 from cdc.log import Log
 
 from .fallbacks import FALLBACKS, DecodeFallbacks
-from .lsn import format_lsn
-from .pgoutput import (
-    Begin,
-    Commit,
-    CommitPrepared,
-    Delete,
-    Insert,
-    PgOutputDecoder,
-    StreamCommit,
-    StreamStart,
-    StreamStop,
-    Update,
-)
+from .pgoutput import PgOutputDecoder
 from .schema.ddl import DDL_PREFIX
 from .schema.shapes import ShapeRegistry, versions_from_log
 from .schema.topics import check_published_topics, published_tables
@@ -52,20 +40,16 @@ from .source.publication import sync_publication
 from .source.slot import check_slot_health, ensure_publication, slot_two_phase
 from .source.slot_start import SlotStart
 from .stream.batching import BatchLimits, GroupCommit
-from .stream.native import NativeChanges
-from .stream.replication import Keepalive, ReplicationConnection, now_pg_micros, parse_copy_message
+from .stream.loop import LoopSettings, StreamLoop
+from .stream.replication import ReplicationConnection, now_pg_micros
 from .stream.resume import ResumeFilter
 from .stream.spool import StreamSpool
 from .stream.transactions import TransactionAssembler
 
 log = logging.getLogger(__name__)
 
-STATUS_EVERY_S = 10.0
-PROGRESS_EVERY_S = 10.0
 HEARTBEAT_PREFIX = "distributary.heartbeat"
 _TOPIC_OF = itemgetter(0)  # Record.topic
-# messages after which the tables the native core converts are still current
-_KEEPS_SHAPES = frozenset({Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop})
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +101,6 @@ class Capture:
         self._next_block_check = 0.0
         self.snapshot_only_done = False
         self._blocked = False
-        self._seen_commit_ts_us = 0
         self._group = GroupCommit(BatchLimits(
             self.settings.batch_events, self.settings.batch_max_age_s,
             self.settings.backlog_lag_s, self.settings.backlog_max_age_s,
@@ -236,119 +219,16 @@ class Capture:
     def _stream(self, stop: threading.Event, repl: ReplicationConnection,
                 decoder: PgOutputDecoder, assembler: TransactionAssembler,
                 resume: ResumeFilter, catalog_conn: psycopg.Connection[Any]) -> None:
-        settings = self.settings
-        batch_started = 0.0
-        next_status = next_progress = time.monotonic() + STATUS_EVERY_S
-        heartbeat = self.config.source.heartbeat_interval
-        heartbeat_s = heartbeat.total_seconds() if heartbeat else None
-        last_data = time.monotonic()
-        incremental = self._incremental
-        group = self._group
-        native = NativeChanges.of(decoder, assembler)  # None: every message in Python
-        while not stop.is_set():
-            # group commit: while changes keep coming, gather them (up to batch_events
-            # or batch_max_age_s — backlog_max_age_s while catching up); flush as soon as
-            # the stream pauses for batch_delay_s
-            timeout = settings.batch_delay_s if assembler.ready else 0.5
-            raw = repl.read_raw(timeout)  # what arrived, handed over at once
-            now = time.monotonic()
-            if not raw:
-                if assembler.ready:
-                    self._flush(repl, assembler, resume)
-                elif heartbeat_s and now - last_data >= heartbeat_s:
-                    if not self._emit_heartbeat(catalog_conn):
-                        heartbeat_s = None  # keepalives alone advance the slot then
-                    last_data = now
-            index = 0
-            while index < len(raw):
-                if native is not None:
-                    # the plain messages (row changes of the open transaction or stream
-                    # block, Begin, Commit) in one native call; Python takes the others
-                    # (incremental snapshots watch Begins while they read)
-                    had_ready = bool(assembler.ready)
-                    taken = native.feed_batch(raw, index, begins=incremental is None
-                                              or not incremental.active)
-                    if taken > index:
-                        index = taken
-                        last_data = now
-                        self.stats.received_lsn = native.received_lsn
-                        self._seen_commit_ts_us = native.commit_ts or self._seen_commit_ts_us
-                        if not had_ready and assembler.ready:
-                            batch_started = now
-                        if assembler.idle and not assembler.ready \
-                                and native.received_lsn > assembler.ack_lsn:
-                            assembler.ack_lsn = native.received_lsn
-                        if assembler.ready and (
-                                group.full(assembler.ready, self._seen_commit_ts_us)
-                                or group.due(now - batch_started, self._seen_commit_ts_us)):
-                            self._flush(repl, assembler, resume)
-                        if index >= len(raw):
-                            break
-                message = parse_copy_message(raw[index])
-                index += 1
-                if isinstance(message, Keepalive):
-                    self.stats.server_lsn = max(self.stats.server_lsn, message.wal_end)
-                    if message.reply_requested and assembler.ready:
-                        self._flush(repl, assembler, resume)  # it wants our position now
-                    if assembler.idle and not assembler.ready:
-                        assembler.ack_lsn = max(assembler.ack_lsn, message.wal_end)
-                        self._acknowledge(repl, assembler.ack_lsn, reply=False)
-                    if message.reply_requested:
-                        self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
-                    continue
-                last_data = now
-                self.stats.received_lsn = message.end_lsn  # the server's WAL end as sent
-                if not assembler.ready:
-                    batch_started = now
-                payload = bytes(message.payload)  # the one copy (the decoder's, else)
-                # a row change: its record (or, in a streamed transaction, its spool
-                # frame) in one native call (incremental snapshots observe row changes
-                # through their records)
-                if native is None or not native.feed(payload, message.start_lsn):
-                    decoded = decoder.decode(payload)
-                    assembler.feed(decoded, message.start_lsn)
-                    if native is not None and type(decoded) not in _KEEPS_SHAPES:
-                        native.forget_tables()  # e.g. a Relation: a new shape
-                    if incremental is not None and incremental.observe(decoded):
-                        self._flush(repl, assembler, resume)  # what came before, first
-                        incremental.handle(decoded)
-                    if isinstance(decoded, (Commit, StreamCommit, CommitPrepared)):
-                        self._seen_commit_ts_us = decoded.commit_ts
-                if assembler.idle and message.end_lsn > assembler.ack_lsn \
-                        and not assembler.ready:
-                    assembler.ack_lsn = message.end_lsn  # e.g. a heartbeat message
-                while assembler.draining:  # a committed streamed transaction, in chunks
-                    if native is None:
-                        assembler.drain(settings.batch_events)
-                    else:  # its records were late anyway: batches as while catching up
-                        native.drain(settings.backlog_batch_events, settings.batch_bytes)
-                    self._flush(repl, assembler, resume)
-                if assembler.ready and (
-                        group.full(assembler.ready, self._seen_commit_ts_us)
-                        or group.due(now - batch_started, self._seen_commit_ts_us)):
-                    self._flush(repl, assembler, resume)
-            if now >= next_status:
-                next_status = now + STATUS_EVERY_S
-                check_slot_health(catalog_conn, self.config.source.slot)
-                sync_publication(catalog_conn, self.config.source.publication,
-                                 self.config.source.tables)  # new tables the patterns select
-                if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:
-                    self._acknowledge(repl, assembler.ack_lsn, reply=False)
-                self._acknowledge(repl, self.stats.acked_lsn, reply=False, force=True)
-            if incremental is not None:
-                incremental.tick()  # the next chunk of an incremental snapshot
-                if self._stop_when_snapshots_done and not incremental.active:
-                    log.info("initial_only: every table is read; stopping",
-                             extra={"slot": self.config.source.slot})
-                    stop.set()
-            if now >= next_progress:
-                next_progress = now + PROGRESS_EVERY_S
-                log.info("capture at %s: %d events, acknowledged %s",
-                         format_lsn(self.stats.server_lsn), self.stats.events,
-                         format_lsn(self.stats.acked_lsn),
-                         extra={"slot": self.config.source.slot})
-        if assembler.ready:
-            self._flush(repl, assembler, resume)
+        settings, source = self.settings, self.config.source
+        heartbeat = source.heartbeat_interval
+        loop = StreamLoop(
+            repl, decoder, assembler, self._group,
+            _SessionCommitter(self, repl, assembler, resume, catalog_conn), self.stats,
+            LoopSettings(settings.batch_delay_s, settings.batch_events,
+                         settings.backlog_batch_events, settings.batch_bytes,
+                         heartbeat.total_seconds() if heartbeat else None, source.slot),
+            self._incremental, self._stop_when_snapshots_done)
+        loop.run(stop)
 
     def _emit_heartbeat(self, catalog_conn: psycopg.Connection[Any]) -> bool:
         """Write a tiny WAL record the slot can advance past; False if not allowed."""
@@ -380,7 +260,7 @@ class Capture:
         return True
 
     def _flush(self, repl: ReplicationConnection, assembler: TransactionAssembler,
-               resume: ResumeFilter) -> None:
+               resume: ResumeFilter, commit_ts_us: int) -> None:
         records = assembler.ready
         assembler.ready = []
         self._group.closed()
@@ -393,7 +273,7 @@ class Capture:
             self.producer.append(fresh)  # durable when it returns
             self.stats.events += len(fresh)
             self.stats.events_by_topic.update(map(_TOPIC_OF, fresh))
-        self.stats.commit_ts_us = self._seen_commit_ts_us
+        self.stats.commit_ts_us = commit_ts_us
         crash_point("after_append")
         self._acknowledge(repl, assembler.ack_lsn, reply=False)
 
@@ -405,3 +285,32 @@ class Capture:
             self.stats.acked_lsn = max(self.stats.acked_lsn, lsn)
             repl.send_status(write=self.stats.acked_lsn, flush=self.stats.acked_lsn,
                              reply=reply)
+
+
+@dataclass(slots=True)
+class _SessionCommitter:
+    """The capture's side of one session's ``StreamLoop`` (its ``Committer``)."""
+
+    capture: Capture
+    repl: ReplicationConnection
+    assembler: TransactionAssembler
+    resume: ResumeFilter
+    catalog_conn: psycopg.Connection[Any]
+
+    def flush(self, commit_ts_us: int) -> None:
+        """Append the ready records durably, then acknowledge."""
+        self.capture._flush(self.repl, self.assembler, self.resume, commit_ts_us)
+
+    def acknowledge(self, lsn: int, *, force: bool = False) -> None:
+        """Confirm ``lsn`` (held back while a ``block`` group lags)."""
+        self.capture._acknowledge(self.repl, lsn, reply=False, force=force)
+
+    def heartbeat(self) -> bool:
+        """A WAL record the slot can advance past; False when not allowed."""
+        return self.capture._emit_heartbeat(self.catalog_conn)
+
+    def check_source(self) -> None:
+        """Slot health, and the tables the patterns select now."""
+        source = self.capture.config.source
+        check_slot_health(self.catalog_conn, source.slot)
+        sync_publication(self.catalog_conn, source.publication, source.tables)

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from psycopg import conninfo, sql
 
-from cdc.capture import runner
 from cdc.capture.doctor import diagnose
 from cdc.capture.runner import Capture
 from cdc.capture.snapshot import incremental
 from cdc.capture.source.publication import ensure_publication, sync_publication
+from cdc.capture.stream import loop
 from cdc.config import load_config
 
 from .conftest import CaptureEnv
@@ -106,7 +106,7 @@ def test_doctor_lists_what_the_patterns_select(capture_env: CaptureEnv) -> None:
 def test_capture_streams_selected_tables_and_snapshots_new_ones(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "STATUS_EVERY_S", 0.5)  # sync the publication often
+    monkeypatch.setattr(loop, "STATUS_EVERY_S", 0.5)  # sync the publication often
     monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
     capture_env.sql("CREATE TABLE orders (id int PRIMARY KEY)",
                     "CREATE TABLE audit_log (id int PRIMARY KEY)",
