@@ -15,11 +15,11 @@ from .schema.ddl import ddl_trigger_findings
 from .schema.topics import topic_findings
 from .source.privileges import privilege_findings
 from .source.publication import catalog_tables
-from .source.slot import read_slot
+from .source.slot import FAILOVER_MIN_VERSION, read_slot, slot_failover, slot_two_phase
 from .source.table_selection import TableSelection, quote_name
 from .source.wal_safety import RECREATE_FLAG, wal_retention
 
-__all__ = ["Finding", "Level", "diagnose"]
+__all__ = ["Finding", "Level", "diagnose", "failover_findings", "standby_settings"]
 
 RETAINED_WAL_WARN_BYTES = 1 << 30
 
@@ -29,7 +29,8 @@ def diagnose(config: PipelineConfig) -> list[Finding]:
     with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
         return [*_wal_level(conn), *_selection(conn, config),
                 *privilege_findings(conn, config), *_replica_identity(conn, config),
-                *_slot(conn, config), *ddl_trigger_findings(conn),
+                *_slot(conn, config), *failover_findings(conn, config),
+                *ddl_trigger_findings(conn),
                 *topic_findings(conn, config), *kafka_limit_findings(config)]
 
 
@@ -119,7 +120,12 @@ def _slot(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding
     if state is None:
         return [Finding("ok", "slot", f"{slot} does not exist yet; the capture creates it")]
     retention = wal_retention(conn, state)
-    detail = f"{slot}: plugin={state.plugin} active={state.active} {retention.describe()}"
+    flags = f" two_phase={slot_two_phase(conn, slot)}"
+    failover = slot_failover(conn, slot)
+    if failover is not None:
+        flags += f" failover={failover}"
+    detail = (f"{slot}: plugin={state.plugin} active={state.active}{flags} "
+              f"{retention.describe()}")
     if state.plugin != "pgoutput":
         return [Finding("error", "slot", detail, f"SELECT pg_drop_replication_slot('{slot}');")]
     if retention.level == "error":
@@ -136,3 +142,58 @@ def _slot(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding
                         "nothing limits it (the disk may fill)", "start the capture (or check "
                         "why it is not advancing); consider max_slot_wal_keep_size")]
     return [Finding("ok", "slot", detail)]
+
+
+def standby_settings(dbname: str | None) -> str:
+    """What a standby needs (postgresql.conf) to keep the failover slot synchronised."""
+    return ("on the standby: sync_replication_slots = on; hot_standby_feedback = on; "
+            "primary_slot_name = '<the standby's physical slot>'; primary_conninfo = "
+            f"'host=<primary> … dbname={dbname or '<database>'}' (dbname is required)")
+
+
+def failover_findings(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[Finding]:
+    """With ``source.failover_slot``: the server's version, the slot's failover flag,
+    ``synchronized_standby_slots`` on the primary, and the standby's settings to add."""
+    source = config.source
+    if not source.failover_slot:
+        return []
+    version = conn.info.server_version
+    if version < FAILOVER_MIN_VERSION:
+        return [Finding("error", "failover", f"source.failover_slot is set but the server is "
+                        f"PostgreSQL {version // 10000}: failover slots need PostgreSQL 17+ "
+                        "(the capture refuses to start)", "unset source.failover_slot; after "
+                        "a failover the slot is missing on the new primary: cdc capture "
+                        f"{RECREATE_FLAG} re-creates it and re-snapshots")]
+    findings: list[Finding] = []
+    row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+    if row is not None and row[0]:
+        return [Finding("warn", "failover", "this server is a standby; run cdc doctor against "
+                        "the primary for the failover checks", standby_settings(source.database))]
+    failover = slot_failover(conn, source.slot)
+    if failover is None:
+        findings.append(Finding("ok", "failover slot", f"{source.slot} does not exist yet; "
+                                "the capture creates it with FAILOVER true"))
+    elif failover:
+        findings.append(Finding("ok", "failover slot", f"{source.slot}: failover=true"))
+    else:
+        findings.append(Finding("warn", "failover slot", f"{source.slot}: failover=false; the "
+                                "capture alters it to FAILOVER true at its next start",
+                                f"start the capture, or: ALTER_REPLICATION_SLOT {source.slot} "
+                                "(FAILOVER true) on a replication connection"))
+    row = conn.execute("SHOW synchronized_standby_slots").fetchone()
+    standby_slots = row[0] if row and row[0] else ""
+    physical = [r[0] for r in conn.execute(
+        "SELECT slot_name FROM pg_replication_slots WHERE slot_type = 'physical'"
+        " ORDER BY 1").fetchall()]
+    if standby_slots:
+        findings.append(Finding("ok", "synchronized_standby_slots", standby_slots))
+    else:
+        name = physical[0] if physical else "<the standby's physical slot>"
+        findings.append(Finding("warn", "synchronized_standby_slots", "is empty: the capture "
+                                "may receive changes the standby has not, and the synchronised "
+                                "slot may then be unusable after a failover",
+                                f"ALTER SYSTEM SET synchronized_standby_slots = '{name}'; "
+                                "SELECT pg_reload_conf();"))
+    findings.append(Finding("ok", "standby settings", "a failover slot is synchronised only "
+                            "to a standby configured for it", standby_settings(source.database)))
+    return findings

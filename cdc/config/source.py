@@ -46,6 +46,11 @@ class SourceConfig(ConfigModel):
         default=False, description="create the slot with two-phase decoding (PostgreSQL "
         "15+): a prepared transaction is sent at PREPARE TRANSACTION and held until COMMIT "
         "PREPARED; its events are the same either way. Applies when the slot is created")
+    failover_slot: bool = Field(
+        default=False, description="create the slot as a failover slot (PostgreSQL 17+; "
+        "refused at start-up before): a standby with sync_replication_slots = on keeps a "
+        "copy, so the capture goes on from the promoted standby after a failover. An "
+        "existing slot without the flag is altered to have it")
 
     @field_validator("tables")
     @classmethod

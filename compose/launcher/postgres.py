@@ -176,6 +176,14 @@ class PostgresServer(LocalServer):
         self._spawn([str(self.bin / "postgres"), "-D", str(self.datadir)], user=self._user)
         wait_until(self._accepts_connections, timeout=60, what="postgres", alive=self._alive)
 
+    def crash(self) -> None:
+        """``pg_ctl stop -m immediate`` and leave it stopped (a failover's lost primary)."""
+        run_checked([str(self.bin / "pg_ctl"), "-D", str(self.datadir), "-m", "immediate",
+                     "-w", "stop"], what="pg_ctl stop", user=self._user, timeout=60)
+        for proc in self._procs:
+            proc.wait(timeout=30)
+        self._procs.clear()
+
     def create_database(self, name: str) -> str:
         """Create database ``name`` and return its DSN."""
         with psycopg.connect(self.dsn(), autocommit=True) as conn:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from cdc.errors import SourceError
 
@@ -18,8 +19,12 @@ from .wal_safety import SlotLostError, wal_retention
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SlotState", "check_slot_health", "drop_lost_slot", "ensure_publication",
-           "ensure_slot", "primary_key", "read_slot", "slot_two_phase", "split_table"]
+__all__ = ["FAILOVER_MIN_VERSION", "SlotState", "alter_failover_query", "check_slot_health",
+           "create_slot_query", "drop_lost_slot", "ensure_publication", "ensure_slot",
+           "primary_key", "read_slot", "require_failover_support", "slot_failover",
+           "slot_two_phase", "split_table"]
+
+FAILOVER_MIN_VERSION = 170000  # failover slots, ALTER_REPLICATION_SLOT: PostgreSQL 17
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,24 +62,63 @@ def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
                      int(row[8]) if row[8] is not None else None)
 
 
+def require_failover_support(server_version: int, failover: bool) -> None:
+    """Refuse ``source.failover_slot`` on a server without failover slots (before 17)."""
+    if failover and server_version < FAILOVER_MIN_VERSION:
+        raise SourceError(
+            f"source.failover_slot is set but the server is PostgreSQL "
+            f"{server_version // 10000}: failover slots (synchronised to a standby) need "
+            f"PostgreSQL 17 or later; unset source.failover_slot, and see the README's "
+            f"'PostgreSQL versions and high availability' for what a failover does then")
+
+
+def create_slot_query(slot: str, *, export_snapshot: bool, two_phase: bool,
+                      failover: bool) -> sql.Composed:
+    """``CREATE_REPLICATION_SLOT … LOGICAL pgoutput (SNAPSHOT …, [TWO_PHASE true,]
+    FAILOVER true)``: the option-list form (PostgreSQL 15+; FAILOVER needs 17)."""
+    options: list[sql.Composable] = [sql.SQL("SNAPSHOT {}").format(
+        sql.Literal("export" if export_snapshot else "nothing"))]
+    if two_phase:
+        options.append(sql.SQL("TWO_PHASE true"))
+    if failover:
+        options.append(sql.SQL("FAILOVER true"))
+    return sql.SQL("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput ({})").format(
+        sql.Identifier(slot), sql.SQL(", ").join(options))
+
+
+def alter_failover_query(slot: str) -> sql.Composed:
+    """``ALTER_REPLICATION_SLOT name (FAILOVER true)`` (replication protocol, 17+)."""
+    return sql.SQL("ALTER_REPLICATION_SLOT {} (FAILOVER true)").format(sql.Identifier(slot))
+
+
 def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
                 on_created: Callable[[int, str], None] | None = None,
-                two_phase: bool = False) -> SlotState:
+                two_phase: bool = False, failover: bool = False) -> SlotState:
     """Create the pgoutput slot if missing; refuse a slot that cannot be used.
 
     With ``on_created``, a new slot exports a snapshot and ``on_created(consistent_point,
     snapshot_name)`` runs while that snapshot is valid (the initial snapshot). ``two_phase``:
     a new slot decodes prepared transactions at PREPARE (PostgreSQL 15+); an existing
-    slot keeps what it was created with (``slot_two_phase``).
+    slot keeps what it was created with (``slot_two_phase``). ``failover``
+    (``source.failover_slot``, PostgreSQL 17+, refused before): a new slot is created as a
+    failover slot, an existing one without the flag is altered to have it.
     """
+    require_failover_support(conn.info.server_version, failover)
     state = read_slot(conn, slot)
+    created = state is None
     if state is None:
         with ReplicationConnection(dsn) as repl:
-            point, snapshot = repl.create_slot(slot, export_snapshot=on_created is not None,
-                                               two_phase=two_phase)
+            wants_two_phase = two_phase and repl.server_version >= 150000
+            if failover:
+                (_, lsn, snapshot, _), = repl.command(create_slot_query(
+                    slot, export_snapshot=on_created is not None, two_phase=wants_two_phase,
+                    failover=True))
+                point = parse_lsn(lsn or "0/0")
+            else:
+                point, snapshot = repl.create_slot(
+                    slot, export_snapshot=on_created is not None, two_phase=two_phase)
             log.info("created replication slot %s", slot,
-                     extra={"slot": slot, "two_phase": two_phase
-                            and repl.server_version >= 150000})
+                     extra={"slot": slot, "two_phase": wants_two_phase, "failover": failover})
             if on_created is not None and snapshot is not None:
                 on_created(point, snapshot)
         state = read_slot(conn, slot)
@@ -91,7 +135,23 @@ def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
     if state.active and state.active_pid is not None:
         raise SourceError(f"slot {slot!r} is in use by another process (pid "
                           f"{state.active_pid}); only one capture may read a slot")
+    if failover and not created and slot_failover(conn, slot) is False:
+        with ReplicationConnection(dsn) as repl:
+            repl.command(alter_failover_query(slot))
+        log.warning("replication slot %s was not a failover slot: altered to FAILOVER true "
+                    "(source.failover_slot), so it is synchronised to standbys with "
+                    "sync_replication_slots = on", slot, extra={"slot": slot})
     return state
+
+
+def slot_failover(conn: psycopg.Connection[Any], slot: str) -> bool | None:
+    """``pg_replication_slots.failover`` (PostgreSQL 17+); None before 17 or when the slot
+    does not exist."""
+    if conn.info.server_version < FAILOVER_MIN_VERSION:
+        return None
+    row = conn.execute("SELECT failover FROM pg_replication_slots WHERE slot_name = %s",
+                       (slot,)).fetchone()
+    return None if row is None else bool(row[0])
 
 
 def slot_two_phase(conn: psycopg.Connection[Any], slot: str) -> bool:

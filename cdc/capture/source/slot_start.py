@@ -63,7 +63,8 @@ class SlotStart:
         if recreate_lost_slot and drop_lost_slot(conn, source.slot):
             mode = "initial" if mode == "never" else mode  # the changes missed: re-read
         if mode == "never":
-            ensure_slot(conn, dsn, source.slot, two_phase=source.two_phase)
+            ensure_slot(conn, dsn, source.slot, two_phase=source.two_phase,
+                        failover=source.failover_slot)
             return mode
         records = read_records(self.event_log, self.config.topic_prefix)
         recorded = initial_snapshot(records, source.slot)
@@ -80,7 +81,8 @@ class SlotStart:
         def snapshot(consistent_point: int, snapshot_name: str) -> None:
             active.update(self._snapshot(conn, dsn, consistent_point, snapshot_name))
 
-        ensure_slot(conn, dsn, source.slot, on_created=snapshot, two_phase=source.two_phase)
+        ensure_slot(conn, dsn, source.slot, on_created=snapshot, two_phase=source.two_phase,
+                    failover=source.failover_slot)
         self.incremental_pending = bool(active)
         return mode
 
