@@ -97,7 +97,7 @@ def test_deleted_index_is_rebuilt(log_dir: Path) -> None:
 
 
 def test_kill_9_mid_append_loses_and_duplicates_nothing(log_dir: Path) -> None:
-    total = 50_000
+    total = 400_000  # far more than the producer appends before the kill, however fast
     expected: dict[int, list[int]] = {}
     for i in range(total):
         expected.setdefault(partition_for(b"%d" % i, 3), []).append(i)
@@ -106,7 +106,7 @@ def test_kill_9_mid_append_loses_and_duplicates_nothing(log_dir: Path) -> None:
     while not list(log_dir.glob(f"{TOPIC}/partition=*/*.jsonl")):
         assert time.monotonic() < deadline, "the producer never wrote"
         time.sleep(0.01)
-    time.sleep(0.3)
+    time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     log = FileLog(log_dir)
