@@ -1,7 +1,8 @@
 """``cdc run -c FILE``: the capture and every connector, each in its own process.
 
-``cdc run`` checks the pipeline file, then supervises ``cdc capture`` and one
-``cdc connect --connector NAME`` per connector as child processes (``cdc.supervisor``):
+``cdc run`` checks the pipeline file, then supervises ``cdc capture``, one
+``cdc connect --connector NAME`` per connector and, with a ``reconcile:`` section,
+``cdc reconcile --continuous`` as child processes (``cdc.supervisor``):
 they share no interpreter lock, so a busy connector does not slow the capture. A child
 that exits is started again with backoff; one that exits with a configuration error or
 an error a restart cannot fix (a lost slot without ``--recreate-lost-slot``) stops the
@@ -51,7 +52,8 @@ def run(config_path: Path, recreate_lost_slot: bool) -> None:
     protect_secrets(config)
     stop = stop_on_signals()
     names = [connector.name for connector in config.connectors]
-    specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot)
+    specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot,
+                        reconcile=config.reconcile is not None)
     log_format = current_log_format()
     with tempfile.TemporaryDirectory(prefix="distributary-run-") as scratch:
         port_files = {spec.name: Path(scratch) / f"child-{number}.port"

@@ -12,7 +12,8 @@ from .harness import ChaosResult, full_options, run_chaos, short_options
 
 
 def report(result: ChaosResult) -> str:
-    """The lines printed after a run; the last one is the summary."""
+    """The lines printed after a run; the last one is the summary, the reconcile's summary
+    line comes just before it."""
     stats, found = result.workload, result.findings
     lines = [
         f"workload: transactions={stats.transactions} large={stats.large_transactions} "
@@ -25,6 +26,7 @@ def report(result: ChaosResult) -> str:
         f"unexpected_child_exits={result.unexpected_exits}",
         *(f"problem: {problem}" for problem in found.problems),
         *(f"fault not injected: {error}" for error in result.fault_errors),
+        found.reconcile_summary or "reconcile: not run",
         result.summary(),
     ]
     return "\n".join(lines)

@@ -256,14 +256,13 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         wait_until(lambda: _not_crash_looping(children, failures)
                    and _groups_caught_up(config), options.catch_up_s,
                    f"the connectors caught up ({connect.log_tail()})")
-        for child in children:
-            child.stop()
-        event_log = open_log(config.log)
+        event_log = open_log(config.log)  # checked while the pipeline runs (for reconcile)
         try:
-            findings = check_all(dsn, event_log, config.topic_prefix, servers.redis.url,
-                                 servers.opensearch.url, NAME)
+            findings = check_all(dsn, event_log, config)
         finally:
             event_log.close()
+        for child in children:
+            child.stop()
         return ChaosResult(
             runs=capture.runs + connect.runs, faults=dict(injector.done),
             fault_errors=injector.errors, workload=workload.stats, findings=findings,

@@ -6,24 +6,27 @@ committed), in commit order (the same sequence of (txid, op) per key), with the
 committed row image; source positions strictly increasing per partition. Snapshot reads
 (``r``) are not changes: the log replayed by position (reads included) must equal each
 final table, so a row deleted while a snapshot was interrupted cannot survive in it.
-Sinks against the final tables, row for row (``diverged``: rows missing, extra or
-different in the log's replay, OpenSearch or Redis, plus keys out of order and wrong row
-images in the log). Either backend: the log is read through ``cdc.log``.
+The sinks against the final tables: ``cdc reconcile``'s own check (``reconcile_pipeline``),
+while the pipeline still runs (its rechecks wait for the capture and the connectors).
+``diverged``: rows missing, extra or different in the log's replay, and records the
+reconcile reports, plus keys out of order and wrong row images in the log. Either
+backend: the log is read through ``cdc.log``.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import psycopg
-import redis
-from opensearchpy import OpenSearch, helpers
 
 from cdc.capture.lsn import parse_lsn
+from cdc.config import PipelineConfig
 from cdc.log import Log, Message
+from connectors.reconcile.check import Summary, describe_failure, reconcile_pipeline
 
 from .schema import TABLES, body_digest, table_rows
 
@@ -54,6 +57,7 @@ class Findings:
     sink_rows_diverged: int = 0
     log_rows_diverged: int = 0  # the log replayed against the final tables
     dead_letters: int = 0
+    reconcile_summary: str = ""  # the summary line of the sinks' reconcile
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -181,11 +185,11 @@ def _same_image(committed: Change, logged: Change) -> bool:
 
 def compare_rows(what: str, want: dict[str, Row], got: dict[str, Row],
                  findings: Findings) -> None:
-    """Count rows of ``got`` missing, extra or different from ``want``."""
+    """Count rows of ``got`` (the log's replay) missing, extra or different from ``want``."""
     missing = set(want) - set(got)
     extra = set(got) - set(want)
     changed = [k for k in set(want) & set(got) if want[k] != got[k]]
-    findings.sink_rows_diverged += len(missing) + len(extra) + len(changed)
+    findings.log_rows_diverged += len(missing) + len(extra) + len(changed)
     for kind, keys in (("missing", missing), ("extra", extra), ("different", changed)):
         if keys:
             sample = sorted(keys)[:3]
@@ -194,38 +198,26 @@ def compare_rows(what: str, want: dict[str, Row], got: dict[str, Row],
             findings.note(f"{what}: {len(keys)} rows {kind}: {detail}")
 
 
-def redis_rows(url: str, table: str, key_prefix: str) -> dict[str, Row]:
-    """The cached rows of ``table`` (keys ``<prefix>:<table>:<tenant>:<id>``)."""
-    client = redis.Redis.from_url(url)
-    head = f"{key_prefix}:{table}:"
-    rows: dict[str, Row] = {}
-    try:
-        keys = list(client.scan_iter(match=head + "*", count=5_000))
-        for start in range(0, len(keys), 5_000):
-            chunk = keys[start:start + 5_000]
-            values = cast(list[bytes | None], client.mget(chunk))
-            for key, value in zip(chunk, values, strict=True):
-                if value is not None:
-                    rows[key.decode()[len(head):]] = _digested(orjson.loads(value))
-    finally:
-        client.close()
-    return rows
+Reconcile = Callable[..., Summary]
 
 
-def opensearch_rows(url: str, index: str) -> dict[str, Row]:
-    """Every document of ``index`` (an alias) by id."""
-    client = OpenSearch([url], timeout=60)
-    rows: dict[str, Row] = {}
+def reconcile_sinks(config: PipelineConfig, findings: Findings,
+                    reconcile: Reconcile = reconcile_pipeline) -> None:
+    """``cdc reconcile`` of every sink: each difference it reports diverged (and noted);
+    a check that could not finish counts as one divergence."""
+    lines: list[str] = []
     try:
-        if not client.indices.exists(index=index):
-            return rows
-        client.indices.refresh(index=index)
-        for hit in helpers.scan(client, index=index, query={"query": {"match_all": {}}},
-                                size=5_000):
-            rows[str(hit["_id"])] = _digested(hit["_source"])
-    finally:
-        client.close()
-    return rows
+        summary = reconcile(config, report=lines.append)
+    except Exception as exc:
+        reason = describe_failure(exc)
+        findings.sink_rows_diverged += 1
+        findings.reconcile_summary = f"reconcile: could not finish: {reason}"
+        findings.note(findings.reconcile_summary)
+        return
+    findings.sink_rows_diverged += summary.differences
+    findings.reconcile_summary = summary.line()
+    for line in lines:
+        findings.note(f"reconcile: {line}")
 
 
 def _dead_letters(event_log: Log, topic_prefix: str, findings: Findings) -> int:
@@ -240,21 +232,17 @@ def _dead_letters(event_log: Log, topic_prefix: str, findings: Findings) -> int:
     return count
 
 
-def check_all(dsn: str, event_log: Log, topic_prefix: str, redis_url: str,
-              opensearch_url: str, name: str) -> Findings:
-    """Every check of the module docstring."""
+def check_all(dsn: str, event_log: Log, config: PipelineConfig,
+              reconcile: Reconcile = reconcile_pipeline) -> Findings:
+    """Every check of the module docstring (the pipeline still running)."""
     findings = Findings()
+    reconcile_sinks(config, findings, reconcile)
     replayed: dict[str, dict[str, Row]] = {}
+    topic_prefix = config.topic_prefix
     compare_log(audit_changes(dsn), log_changes(event_log, topic_prefix, findings, replayed),
                 findings)
     findings.dead_letters = _dead_letters(event_log, topic_prefix, findings)
     for table in TABLES:
-        want = table_rows(dsn, table)
-        before = findings.sink_rows_diverged
-        compare_rows(f"log replay {table}", want, replayed.get(table, {}), findings)
-        findings.log_rows_diverged += findings.sink_rows_diverged - before
-        findings.sink_rows_diverged = before
-        compare_rows(f"redis {table}", want, redis_rows(redis_url, table, name), findings)
-        compare_rows(f"opensearch {table}", want,
-                     opensearch_rows(opensearch_url, f"{name}_{table}"), findings)
+        compare_rows(f"log replay {table}", table_rows(dsn, table), replayed.get(table, {}),
+                     findings)
     return findings

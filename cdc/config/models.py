@@ -1,4 +1,4 @@
-"""The whole ``pipeline.yaml``: source, log, connectors, spark and metrics sections."""
+"""The whole ``pipeline.yaml``: source, log, connectors, spark, metrics and reconcile sections."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.connector import ConnectorConfig, duplicate_names
 from cdc.config.event_log import LogConfig
 from cdc.config.fields import Duration, ScalarText
+from cdc.config.reconcile import ReconcileSection
 from cdc.config.source import SourceConfig
 from cdc.config.topic_names import TopicNamer
 
@@ -121,6 +122,8 @@ class PipelineConfig(ConfigModel):
         default=(), description="the sinks fed from the log, each its own consumer group")
     spark: SparkConfig = Field(default_factory=SparkConfig)
     metrics: MetricsConfig | None = Field(default=None, description="null: no metrics endpoint")
+    reconcile: ReconcileSection = Field(
+        default=None, description="null: cdc run does not reconcile (cdc reconcile still does)")
 
     @field_validator("connectors")
     @classmethod

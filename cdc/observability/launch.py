@@ -28,17 +28,22 @@ CHILD_ENDPOINT_ENV = "DISTRIBUTARY_CHILD_ENDPOINT_FILE"
 def start_observability(config: PipelineConfig, metrics: RuntimeMetrics | None = None, *,
                         capture: CaptureStats | None = None,
                         capture_alive: Callable[[], bool] = lambda: True,
-                        connectors: Sequence[ConnectorConfig] = ()
+                        connectors: Sequence[ConnectorConfig] = (),
+                        registry: CollectorRegistry | None = None
                         ) -> ObservabilityServer | None:
     """Serve the endpoint of ``config.metrics`` (None when the section is absent).
 
     ``capture``: the running capture's stats; ``connectors``: those this process runs
     (attach their runners with ``server.connectors.attach``). Raises ``ConfigError``
-    naming ``metrics.port`` when the address cannot be bound.
+    naming ``metrics.port`` when the address cannot be bound. ``registry``: the families
+    to serve when there is no ``metrics`` (``cdc reconcile --continuous``'s).
     """
     if config.metrics is None:
         return None
-    registry = metrics.registry if metrics is not None else CollectorRegistry()
+    if metrics is not None:
+        registry = metrics.registry
+    elif registry is None:
+        registry = CollectorRegistry()
     capture_probe = None
     if capture is not None:
         wal = ServerWal(config.source.conninfo(), config.source.slot)

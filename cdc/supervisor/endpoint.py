@@ -48,10 +48,12 @@ class PipelineEndpoint:
         self._sampler.stop()
 
     def status(self) -> dict[str, Any]:
-        """``/status.json``: the sample history, the health and the events per topic."""
+        """``/status.json``: the sample history, the health, the events per topic and the
+        background reconcile's last result (``null`` without one)."""
         status, health = self._view.health()
         return {"now": time.time(), "ready": status == 200, "health": health,
-                "topics": dict(self._topics), **self._sampler.history_json()}
+                "topics": dict(self._topics), "reconcile": self._view.reconcile,
+                **self._sampler.history_json()}
 
     def _take_sample(self) -> Sample:
         sample, topics = self._view.reading(time.time())

@@ -139,10 +139,13 @@ def _write(text: str) -> None:
 
 
 def child_specs(config_path: Path, connectors: Sequence[str], *,
-                recreate_lost_slot: bool) -> list[ChildSpec]:
-    """The children of ``cdc run``: the capture, then one per connector."""
+                recreate_lost_slot: bool, reconcile: bool = False) -> list[ChildSpec]:
+    """The children of ``cdc run``: the capture, then one per connector, then with
+    ``reconcile`` (a ``reconcile:`` section) ``cdc reconcile --continuous``."""
     config = ("-c", str(config_path))
     capture = ("capture", *config, *(("--recreate-lost-slot",) if recreate_lost_slot else ()))
     return [ChildSpec("capture", capture),
             *(ChildSpec(f"connector {name}", ("connect", *config, "--connector", name))
-              for name in connectors)]
+              for name in connectors),
+            *([ChildSpec("reconcile", ("reconcile", *config, "--continuous"))]
+              if reconcile else [])]

@@ -12,7 +12,8 @@ publishes). ``PipelineView`` reads them when asked:
 
 - ``health``: the parts of every child's ``/healthz``; a child that is down is one part
   named after it (``capture``, ``connector <name>``), not ready, saying when it restarts.
-- ``sample``: the status page's readings, from the merged families.
+- ``sample``: the status page's readings, from the merged families, and the background
+  reconcile's last result (``reconcile``, from its child's ``last_run`` families).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from cdc.observability.health import PartHealth, readiness
+from cdc.observability.reconcile_metrics import last_result
 from cdc.observability.samples import Sample
 
 from .supervisor import ChildState
@@ -108,6 +110,7 @@ class PipelineView(Collector):
         self._states = states
         self._endpoints = endpoints
         self._connectors = list(connectors)
+        self.reconcile: dict[str, Any] | None = None  # as of the last ``reading``
 
     def _children_families(self) -> list[Metric]:
         texts = []
@@ -157,7 +160,10 @@ class PipelineView(Collector):
         topics: dict[str, int] = {}
         lag = dict.fromkeys(self._connectors, 0)
         capture = False
-        for family in self._children_families():
+        families = self._children_families()
+        self.reconcile = last_result(sample for family in families
+                                     for sample in family.samples)
+        for family in families:
             capture = capture or family.name == f"{P}capture_events"
             for sample in family.samples:
                 if sample.name == f"{P}capture_events_total":

@@ -4,27 +4,27 @@ Prints one line per difference (``<kind> <table> <connector> <where> <id>: <what
 then ``reconcile: tables=N rows=N missing=N extra=N different=N``. Exit status: 0 when
 clean, 1 when anything differs (also when ``--repair`` repaired it), 2 for usage or
 configuration errors, 3 when the check could not finish (a sink or the database
-unreachable, a connector not catching up within ``--timeout``).
+unreachable, a connector not catching up or a repair not landing within ``--timeout``).
+``--continuous`` is the background check ``cdc run`` starts for a ``reconcile:`` section
+(``continuous``).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import NoReturn
 
 import click
 
-from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
-from cdc.errors import DistributaryError
 from cdc.extras import MissingExtraError
 from cdc.logsetup import configure_logging
 
-from .plan import PlanError, TablePlan, plan_tables
-from .run import reconcile_table
+from .check import describe_failure, reconcile_pipeline
+from .continuous import run_continuous
+from .plan import PlanError
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +42,23 @@ EXIT_UNFINISHED = 3
               "connectors consume.")
 @click.option("--repair", is_flag=True,
               help="Send differing rows back through the pipeline (an incremental snapshot "
-              "of their keys) and delete extra records under the current position.")
+              "of their keys), delete extra records under the current position, and wait "
+              "(at most --timeout) until the repair has reached the sinks.")
 @click.option("--rate", type=click.FloatRange(min=1), default=None, metavar="ROWS/S",
               help="Read at most this many rows per second from PostgreSQL.")
 @click.option("--chunk", type=click.IntRange(1, 10_000), default=1000, show_default=True,
               help="Rows per chunk (one mget / pipeline per chunk and target).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="How long to wait for the capture and the connectors "
-              "to catch up with a chunk's read.")
+              "to catch up with a chunk's read, and for a repair to land.")
+@click.option("--continuous", is_flag=True,
+              help="Check again every reconcile.interval at reconcile.rate rows/s (the "
+              "pipeline file's reconcile: section; --connector, --table and --rate replace "
+              "its choices) until stopped, reporting to the log and the metrics endpoint: "
+              "what cdc run starts in the background.")
 def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...],
-              repair: bool, rate: float | None, chunk: int, timeout: float) -> None:
+              repair: bool, rate: float | None, chunk: int, timeout: float,
+              continuous: bool) -> None:
     """Compare the sinks with the database, table by table, while writes continue.
 
     Each table is read in primary-key chunks, rendered as the capture renders rows, and
@@ -60,47 +67,34 @@ def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...]
     checked again once the capture and the connector have caught up with a fresh read,
     and reported only if the row did not change meanwhile, so writes in flight are not
     drift. Rows a view filters out must be absent; with a Redis ttl an expired key is
-    not drift. Exit status: 0 clean, 1 differences, 2 usage, 3 could not finish.
+    not drift. --repair waits until the repair has reached the sinks, so the next run is
+    clean. Exit status: 0 clean, 1 differences, 2 usage, 3 could not finish.
 
     \b
     Example:
       cdc reconcile -c pipeline.yaml
       cdc reconcile -c pipeline.yaml --connector search --table public.orders --repair
     """
+    if continuous:
+        run_continuous(config_path, names, tables, rate, chunk, timeout, repair=repair)
+        return
     configure_logging(logging.WARNING)
     config = load_config_or_exit(config_path)
-    totals: Counter[str] = Counter()
     try:
-        plans = plan_tables(config, names, tables)
-        for plan in plans:
-            _check(config, plan, repair, rate, chunk, timeout, totals)
+        summary = reconcile_pipeline(config, connectors=names, tables=tables, repair=repair,
+                                     rate=rate, chunk=chunk, timeout=timeout,
+                                     report=click.echo)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     except MissingExtraError:
         raise  # one line naming the extra, status 2 (cdc.lazy_group)
-    except (DistributaryError, OSError) as exc:
-        _unfinished(str(exc))
-    except Exception as exc:  # a sink client's or the driver's own errors: one line
-        _unfinished(f"{type(exc).__name__}: {exc}")
-    click.echo(f"reconcile: tables={len(plans)} rows={totals['rows']} "
-               f"missing={totals['missing']} extra={totals['extra']} "
-               f"different={totals['different']}")
-    if totals["missing"] or totals["extra"] or totals["different"]:
+    except Exception as exc:  # a server, a catch-up, a sink client's or driver's own error
+        _unfinished(describe_failure(exc))
+    click.echo(summary.line())
+    if summary.differences:
         sys.exit(EXIT_DIFFERENT)
 
 
 def _unfinished(reason: str) -> NoReturn:
-    click.echo(f"reconcile: could not finish: {' '.join(reason.split())}", err=True)
+    click.echo(f"reconcile: could not finish: {reason}", err=True)
     sys.exit(EXIT_UNFINISHED)
-
-
-def _check(config: PipelineConfig, plan: TablePlan, repair: bool, rate: float | None,
-           chunk: int, timeout: float, totals: Counter[str]) -> None:
-    outcome = reconcile_table(config, plan, repair=repair, rate=rate, chunk=chunk,
-                              timeout=timeout)
-    totals["rows"] += outcome.findings.rows
-    for target, difference in outcome.findings.differences:
-        click.echo(difference.line(f"{plan.table} {target.label}"))
-        totals[difference.kind.value] += 1
-    for line in outcome.repairs:
-        click.echo(f"repair: {line}")

@@ -50,9 +50,9 @@ def consumes(connector: ConnectorConfig, topic: str) -> bool:
         connector.topic_pattern, topic) is not None
 
 
-def plan_tables(config: PipelineConfig, names: Sequence[str],
-                tables: Sequence[str]) -> list[TablePlan]:
-    """The tables to check, each with its connectors; ``PlanError`` for bad options."""
+def chosen_connectors(config: PipelineConfig, names: Sequence[str]) -> list[ConnectorConfig]:
+    """The connectors ``names`` choose (none: every checkable one); ``PlanError`` for a
+    name the pipeline does not have or a connector that cannot be reconciled."""
     known = {connector.name: connector for connector in config.connectors}
     unknown = [name for name in names if name not in known]
     if unknown:
@@ -69,6 +69,13 @@ def plan_tables(config: PipelineConfig, names: Sequence[str],
     if not chosen:
         raise PlanError("the pipeline file has no opensearch or redis connector (mode: "
                         "upsert) to reconcile")
+    return chosen
+
+
+def plan_tables(config: PipelineConfig, names: Sequence[str],
+                tables: Sequence[str]) -> list[TablePlan]:
+    """The tables to check, each with its connectors; ``PlanError`` for bad options."""
+    chosen = chosen_connectors(config, names)
     with session.connect(config.source.conninfo()) as conn:
         published = published_tables(conn, config.source.publication)
     wanted = [split_table(table) for table in dict.fromkeys(tables)]

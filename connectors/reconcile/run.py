@@ -1,5 +1,5 @@
 """One table against its connectors: targets built from each connector's config, the
-walk, and the repair of what it found."""
+walk, and the repair of what it found (waiting until it has landed)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from connectors.placeholders import TableNames
 from .catchup import wait_consumed, wait_logged
 from .compare import Kind
 from .plan import TablePlan
-from .repair import delete_extras, request_snapshot
+from .repair import delete_extras, repair_state, request_snapshot, wait_repaired
 from .source import KeyText, TableSource
 from .target import Target
 from .walk import CatchUp, TableFindings, TableWalk
@@ -35,7 +35,9 @@ class TableOutcome:
     repairs: list[str] = field(default_factory=list)
 
 
-def _target_class(connector: ConnectorConfig) -> Any:
+def target_class(connector: ConnectorConfig) -> Any:
+    """The ``Target`` class for ``connector``'s sink; ``MissingExtraError`` when the
+    sink's client library is not installed."""
     module, name = _TARGETS[connector.type]
     try:
         return getattr(importlib.import_module(module), name)
@@ -50,11 +52,11 @@ def targets_of(plan: TablePlan, prefix: str) -> Iterator[Target]:
     """One target per connector and view of the table (or one without a view)."""
     names = TableNames.of(plan.topic, {"schema": plan.schema, "table": plan.name}, prefix)
     for connector in plan.connectors:
-        target_class = _target_class(connector)
+        make = target_class(connector)
         views = [view for view in getattr(connector.config, "views", ())
                  if view.table == (plan.schema, plan.name)] or [None]
         for view in views:
-            yield target_class(connector.name, connector.config, names, view)
+            yield make(connector.name, connector.config, names, view)
 
 
 def reconcile_table(config: PipelineConfig, plan: TablePlan, *, repair: bool,
@@ -79,12 +81,12 @@ def reconcile_table(config: PipelineConfig, plan: TablePlan, *, repair: bool,
         findings = TableWalk(source, targets, catch_up, chunk_rows=chunk, rate=rate).run()
         outcome = TableOutcome(findings)
         if repair and findings.differences:
-            _repair(outcome, source, catch_up, event_log, config.topic_prefix)
+            _repair(outcome, source, catch_up, event_log, config.topic_prefix, timeout)
         return outcome
 
 
 def _repair(outcome: TableOutcome, source: TableSource, catch_up: CatchUp, event_log: Log,
-            prefix: str) -> None:
+            prefix: str, timeout: float) -> None:
     findings = outcome.findings
     rows: set[KeyText] = set()
     for found in findings.targets:
@@ -101,6 +103,11 @@ def _repair(outcome: TableOutcome, source: TableSource, catch_up: CatchUp, event
             outcome.repairs.append(f"deleted {deleted} of {len(extras)} extra records in "
                                    f"{found.target.label}")
     if rows:
+        before = source.current_lsn()
         lsn = request_snapshot(source, sorted(rows), event_log, prefix)
         outcome.repairs.append(f"requested an incremental snapshot of {len(rows)} rows of "
                                f"{source.name} (WAL {lsn}); the running capture rewrites them")
+        wait_repaired(lambda: repair_state(event_log, prefix, source.name, before),
+                      source.name, lambda: catch_up(source.current_lsn()), timeout)
+        outcome.repairs.append(f"the snapshot of {source.name} completed and the sinks "
+                               "caught up with it")

@@ -95,7 +95,18 @@ function column(samples, key) {
   return samples.map(s => [s.t, s[key] === undefined ? null : s[key]]);
 }
 
+// the background reconcile's last run (cdc run with a reconcile: section), if any
+function renderReconcile(last) {
+  const box = document.getElementById("reconcile");
+  box.hidden = !last;
+  if (!last) return;
+  const when = new Date(last.at * 1000).toLocaleString();
+  box.textContent = last.finished ? `last reconcile, ${when}: ${last.summary}`
+    : `last reconcile, ${when}: could not finish (see the log)`;
+}
+
 function render(status) {
+  renderReconcile(status.reconcile);
   const samples = status.samples || [];
   const window = status.window_s || 600;
   const health = document.getElementById("health");

@@ -1,12 +1,22 @@
 """The chaos checks count what they should: lost, duplicated, out of order, wrong image,
-rows missing, extra or different (so a clean chaos run means something)."""
+rows missing, extra or different in the log's replay, what reconcile reports of the sinks
+(so a clean chaos run means something)."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from collections.abc import Callable
+from typing import cast
 
+from cdc.config import PipelineConfig
+from chaos.__main__ import report
 from chaos.faults import FaultPlan, schedule
-from chaos.verify import Change, Findings, compare_log, compare_rows
+from chaos.harness import ChaosResult
+from chaos.verify import Change, Findings, compare_log, compare_rows, reconcile_sinks
+from chaos.workload import WorkloadStats
+from connectors.reconcile.catchup import CatchUpTimeoutError
+from connectors.reconcile.check import Summary
 
 ROW = {"tenant": 1, "id": 7, "qty": 3, "body": "md5"}
 
@@ -55,12 +65,62 @@ def test_order_and_images_are_checked() -> None:
     assert found.wrong_images == 0
 
 
-def test_sink_rows_missing_extra_and_different() -> None:
+def test_log_replay_rows_missing_extra_and_different() -> None:
     want = {"1:1": {"id": 1}, "1:2": {"id": 2}, "1:3": {"id": 3}}
     got = {"1:1": {"id": 1}, "1:3": {"id": 30}, "1:4": {"id": 4}}
     found = Findings()
-    compare_rows("redis items", want, got, found)
-    assert found.sink_rows_diverged == 3 and len(found.problems) == 3
+    compare_rows("log replay items", want, got, found)
+    assert found.log_rows_diverged == 3 and found.diverged == 3 and len(found.problems) == 3
+    assert found.sink_rows_diverged == 0
+
+
+def fake_reconcile(lines: list[str], counts: dict[str, int]) -> Callable[..., Summary]:
+    def reconcile(config: object, *, report: Callable[[str], None]) -> Summary:
+        for line in lines:
+            report(line)
+        return Summary(tables=3, rows=90, counts=Counter(counts))
+    return reconcile
+
+
+def test_the_sinks_diverge_by_what_reconcile_reports() -> None:
+    found = Findings()
+    reconcile_sinks(cast(PipelineConfig, None), found, fake_reconcile(
+        ["missing public.items search index chaos_items 1:2: the row has no record",
+         "extra public.items cache redis chaos:items:1:4: no such row in the table"],
+        {"missing": 1, "extra": 1}))
+    assert found.sink_rows_diverged == 2 and found.diverged == 2
+    assert found.reconcile_summary == ("reconcile: tables=3 rows=90 missing=1 extra=1 "
+                                       "different=0")
+    assert [p.split(" public")[0] for p in found.problems] == ["reconcile: missing",
+                                                              "reconcile: extra"]
+
+
+def test_clean_sinks_do_not_diverge() -> None:
+    found = Findings()
+    reconcile_sinks(cast(PipelineConfig, None), found, fake_reconcile([], {}))
+    assert (found.diverged, found.problems) == (0, [])
+    assert found.reconcile_summary.endswith("missing=0 extra=0 different=0")
+
+
+def test_a_reconcile_that_cannot_finish_is_a_divergence() -> None:
+    def unreachable(config: object, *, report: Callable[[str], None]) -> Summary:
+        raise CatchUpTimeoutError("connector 'cache' has not consumed\n  in time")
+
+    found = Findings()
+    reconcile_sinks(cast(PipelineConfig, None), found, unreachable)
+    assert found.diverged == 1
+    assert found.reconcile_summary == ("reconcile: could not finish: connector 'cache' has "
+                                       "not consumed in time")
+
+
+def test_the_report_prints_the_reconcile_line_just_before_the_last() -> None:
+    found = Findings(reconcile_summary="reconcile: tables=3 rows=9 missing=0 extra=0 "
+                                       "different=0")
+    result = ChaosResult(runs=2, faults={"kill_capture": 1}, fault_errors=[],
+                         workload=WorkloadStats(), findings=found, unexpected_exits=0)
+    lines = report(result).splitlines()
+    assert lines[-2] == found.reconcile_summary
+    assert lines[-1] == "chaos: runs=2 faults=1 lost=0 duplicated=0 diverged=0"
 
 
 def test_the_schedule_holds_every_fault_within_the_run() -> None:

@@ -10,7 +10,8 @@ from cdc.config import config_json_schema
 def test_top_level_sections() -> None:
     schema = config_json_schema()
     assert schema["type"] == "object"
-    assert set(schema["properties"]) == {"source", "log", "connectors", "spark", "metrics"}
+    assert set(schema["properties"]) == {"source", "log", "connectors", "spark", "metrics",
+                                          "reconcile"}
 
 
 def test_sink_configs_are_tied_to_the_connector_type() -> None:

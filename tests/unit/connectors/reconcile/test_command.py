@@ -45,6 +45,8 @@ def config(tmp_path: Path) -> Path:
     (["--connector", "hooks"], "--connector hooks: cannot reconcile it (a webhook sink keeps "
                                "no records to compare)"),
     (["--rate", "0"], "Invalid value for '--rate'"),
+    (["--continuous"], "--continuous needs a reconcile: section in"),
+    (["--continuous", "--repair"], "--continuous only reports; run --repair on its own"),
 ])
 def test_usage_errors_exit_2(config: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["reconcile", "-c", str(config), *args])
@@ -62,3 +64,12 @@ def test_an_unreachable_database_exits_3(config: Path) -> None:
     result = CliRunner().invoke(main, ["reconcile", "-c", str(config)])
     assert result.exit_code == 3, result.output
     assert result.output.startswith("reconcile: could not finish: ")
+
+
+def test_continuous_checks_its_connectors_before_any_run(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(CONFIG.format(log=tmp_path / "log", secret="s" * 32)
+                    + "reconcile:\n  interval: 1h\n  connectors: [hooks]\n")
+    result = CliRunner().invoke(main, ["reconcile", "-c", str(path), "--continuous"])
+    assert result.exit_code == 2, result.output
+    assert "cannot reconcile it (a webhook sink keeps no records to compare)" in result.output
