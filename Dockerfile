@@ -12,7 +12,6 @@ COPY cdc ./cdc
 COPY connectors ./connectors
 COPY derived ./derived
 COPY spark_pipelines ./spark_pipelines
-COPY compose ./compose
 RUN pip install --no-cache-dir '.[all]'
 
 RUN useradd --create-home --uid 10001 distributary && mkdir /data \

@@ -3,8 +3,9 @@
 Shared by the OpenSearch and Redis sinks: routes each event through the views of its
 table (or none: the row as is), and completes rows whose update left unchanged TOAST
 columns out from what the batch itself knows (an earlier event of the same key) or from
-``before`` (REPLICA IDENTITY FULL carries the old row in full). What is still missing is
-the sink's to resolve against the stored record (``derived.plan_unchanged``).
+``before`` (REPLICA IDENTITY FULL carries the old row in full), by
+``derived.fill_unchanged``. What is still missing is the sink's to resolve against the
+stored record (``upsert_record``, through ``derived.complete_record``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from connectors.contract import Rejection, SinkEvent
 from connectors.placeholders import TableNames
-from derived import ViewDefinition, complete_record
+from derived import ViewDefinition, complete_record, fill_unchanged
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,10 @@ class ChangeReader:
             if not isinstance(after, dict):
                 rejected.append(Rejection(item, f"op {op!r} without an 'after' row"))
                 continue
-            row, missing = _complete(item.event, after, rows.get(identity))
+            before = item.event.get("before")
+            filled = fill_unchanged(after, item.event.get("unchanged"), rows.get(identity),
+                                    before if isinstance(before, dict) else None)
+            row, missing = filled.row, filled.missing
             rows[identity] = row
             if len(views) == 1:
                 changes.append(Upsert(item, names, views[0], key, row, missing))
@@ -135,22 +139,3 @@ class ChangeReader:
             self._names[cache_key] = names
         return names
 
-
-def _complete(event: dict[str, Any], after: dict[str, Any],
-              earlier: dict[str, Any] | None) -> tuple[dict[str, Any], frozenset[str]]:
-    unchanged = event.get("unchanged")
-    if not unchanged:
-        return after, frozenset()
-    row = dict(after)
-    missing: set[str] = set()
-    before = event.get("before")
-    for column in unchanged:
-        if column in row:
-            continue
-        if earlier is not None and column in earlier:
-            row[column] = earlier[column]
-        elif isinstance(before, dict) and column in before:
-            row[column] = before[column]
-        else:
-            missing.add(column)
-    return row, frozenset(missing)

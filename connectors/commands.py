@@ -48,11 +48,11 @@ def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig]
     """
     runners = [ConnectorRunner(connector, event_log, topic_prefix=config.topic_prefix,
                                metrics=metrics) for connector in connectors]
-    for runner in runners:
-        runner.start()
-    if on_start is not None:
-        on_start(runners)
     try:
+        for runner in runners:
+            runner.start()  # a later one's missing extra: the started ones are stopped
+        if on_start is not None:
+            on_start(runners)
         while not stop.wait(0.2) and not any(runner.stopping for runner in runners):
             pass
     finally:

@@ -5,6 +5,8 @@ feeds which derived record, which columns it copies (``fields``/``exclude``), un
 names (``rename``), which fields it computes and which rows it keeps (``filter``).
 :func:`apply_view` is the one implementation: a sink applies it to each event's new row,
 a Spark rebuild to each row of the materialized table, so the two cannot disagree.
+Unchanged TOAST columns (an update did not resend them) are filled by one rule,
+:func:`fill_unchanged` (``derived.toast``).
 
 Expressions are a small, safe subset of Spark SQL, parsed here and evaluated in Python
 (never ``eval``): column names (``amount``, or ```odd name```), literals (``42``,
@@ -22,24 +24,24 @@ Spark SQL, so the rebuilt records equal the streamed ones by construction.
 """
 
 from .apply import (
-    Completed,
     Record,
     UnchangedPlan,
     apply_view,
     apply_view_keeping,
-    complete_record,
     plan_unchanged,
     recover_columns,
 )
 from .evaluate import compile_expression
 from .keys import encode_key, key_text
 from .syntax import ExpressionError, columns_of, parse_expression
+from .toast import Completed, Filled, complete_record, fill_unchanged
 from .view import KEY_PLACEHOLDERS, ViewDefinition
 
 __all__ = [
     "KEY_PLACEHOLDERS",
     "Completed",
     "ExpressionError",
+    "Filled",
     "Record",
     "UnchangedPlan",
     "ViewDefinition",
@@ -49,6 +51,7 @@ __all__ = [
     "compile_expression",
     "complete_record",
     "encode_key",
+    "fill_unchanged",
     "key_text",
     "parse_expression",
     "plan_unchanged",

@@ -5,9 +5,9 @@ and a Spark rebuild calls it per row, so both produce the same records. Without 
 (``None``) the record is the row as it is.
 
 An update may leave big (TOASTed) columns out: PostgreSQL did not resend them because
-they did not change. A sink then keeps what the stored record derived from them:
-``plan_unchanged`` says which fields to keep, ``recover_columns`` reads columns back
-from a stored record where the view copied them verbatim.
+they did not change. What nothing earlier held (``derived.toast``), a sink keeps from
+the stored record: ``plan_unchanged`` says which fields to keep, ``recover_columns``
+reads columns back from a stored record where the view copied them verbatim.
 """
 
 from __future__ import annotations
@@ -103,41 +103,6 @@ def recover_columns(view: ViewDefinition | None, stored: Mapping[str, Any],
         if name is not None and name in stored:
             recovered[column] = stored[name]
     return recovered
-
-
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """A row's record with its unchanged TOAST columns taken from the stored record.
-
-    ``record``: ``None`` when the view's filter drops the row (or on a ``problem``);
-    ``problem``: why the record cannot be derived (the event is rejected with it);
-    ``unfilled``: fields that should have kept a stored value but nothing was stored
-    (the record is written without them; the sink warns).
-    """
-
-    record: Record | None
-    problem: str | None = None
-    unfilled: frozenset[str] = frozenset()
-
-
-def complete_record(view: ViewDefinition | None, row: Mapping[str, Any], missing: Set[str],
-                    stored: Mapping[str, Any] | None) -> Completed:
-    """The one TOAST fill of every sink (and a rebuild): the record ``view`` derives from
-    ``row``, whose columns ``missing`` an update did not resend, completed from
-    ``stored`` (the record the sink holds for the key, ``None`` when it holds none)."""
-    if missing and stored:
-        recovered = recover_columns(view, stored, missing)
-        row, missing = {**row, **recovered}, missing - recovered.keys()
-    plan = plan_unchanged(view, missing)
-    if plan.problem is not None:
-        return Completed(None, plan.problem)
-    record = apply_view_keeping(view, row, plan.keep)
-    if record is None or not plan.keep:
-        return Completed(record)
-    if not stored:
-        return Completed(record, unfilled=plan.keep)
-    record.update((name, stored[name]) for name in plan.keep if name in stored)
-    return Completed(record)
 
 
 def _names(columns: Set[str]) -> str:

@@ -6,7 +6,9 @@ exactly the order of ``source.commit_lsn``/``source.seq`` without parsing LSN te
 Deletes remove the row; a truncate removes every row whose last event came before it
 (snapshot ``r`` events are upserts like ``c`` and ``u``, so they merge with streamed
 ones by position). A column PostgreSQL did not resend (a TOASTed value, listed in
-``unchanged``) keeps its newest value sent before.
+``unchanged``) keeps its newest value sent before: step 1 of ``derived.toast``'s rule, in
+Spark SQL here (a column nothing sent is null; ``before`` is not read), held to
+``derived.fill_unchanged`` by the cases of ``tests/unit/derived/toast_cases.py``.
 
 Everything is Spark SQL (no Python per record): one aggregation per key over the events
 (``max_by`` the position, which Spark runs as a hash aggregation, where the maximum of a

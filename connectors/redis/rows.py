@@ -5,8 +5,9 @@ as is, booleans ``true``/``false``, lists and objects as JSON). A table without 
 is written from the event's own ``after`` object (no copy); a view makes a new record.
 Deletes, and rows a view's filter drops, delete the value and keep a tombstone version.
 
-Unchanged TOAST columns still missing after ``connectors.changes``: for hashes the script
-copies the kept fields from the stored hash atomically; for JSON the sink reads the
+Unchanged TOAST columns still missing after ``connectors.changes``
+(``derived.complete_record`` says which fields keep their stored values): for hashes the
+script copies those fields from the stored hash atomically; for JSON the sink reads the
 stored value first (``StoredJson``) and the merge happens here, since Lua's cjson would
 round integers past 2^53 and floats past 14 digits. That write then checks the version
 it read is still the stored one (``J`` rows, see ``scripts``).
@@ -21,7 +22,7 @@ from redis.exceptions import RedisError
 
 from connectors.changes import Delete, Upsert, upsert_record
 from connectors.contract import Rejection
-from derived import apply_view_keeping, plan_unchanged
+from derived import complete_record
 from derived.values import text_of
 
 from .batch import ScriptBatch
@@ -90,22 +91,25 @@ class RowRenderer:
 
     def _hash_row(self, batch: ScriptBatch, change: Upsert, key: str,
                   marker: str) -> Rejection | None:
-        plan = plan_unchanged(change.view, change.missing)
-        if plan.problem is not None:
-            return Rejection(change.event, plan.problem)
-        record = change.row if change.view is None and not plan.keep \
-            else apply_view_keeping(change.view, change.row, plan.keep)
+        if change.view is None and not change.missing:  # the common case: no copy
+            record: dict[str, Any] | None = change.row
+            kept: frozenset[str] = frozenset()
+        else:  # the script copies the kept fields from the stored hash
+            done = complete_record(change.view, change.row, change.missing, None)
+            if done.problem is not None:
+                return Rejection(change.event, done.problem)
+            record, kept = done.record, done.unfilled
         if record is None:
             batch.row(change.event, key, marker, "d")
             return None
         pairs: list[str] = []
         for name, value in record.items():
-            if value is not None and name not in plan.keep:
+            if value is not None and name not in kept:
                 pairs += (name, text_of(value))
         sizes = [len(text.encode()) for text in pairs[1::2]]
         if max(sizes, default=0) > self._max_bytes:
             return self._too_large(change, key, max(sizes))
-        keep = sorted(plan.keep)
+        keep = sorted(kept)
         batch.row(change.event, key, marker, "h", (len(keep), *keep, len(pairs), *pairs),
                   sum(sizes))
         return None

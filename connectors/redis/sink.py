@@ -18,8 +18,10 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import redis
+from redis.backoff import NoBackoff
 from redis.commands.core import Script
 from redis.exceptions import RedisError
+from redis.retry import Retry
 
 from connectors.changes import ChangeReader, Delete, Truncate, Upsert
 from connectors.contract import SinkContext, SinkEvent, WriteResult
@@ -51,10 +53,7 @@ class RedisSink:
 
     def open(self) -> None:
         """Connect, check Redis answers, and load the batch script."""
-        timeout = self.config.timeout.total_seconds()
-        password = self.config.password.get_secret_value() if self.config.password else None
-        client = redis.Redis.from_url(self.config.url, password=password,
-                                      socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = make_client(self.config)
         doing = f"connecting to {_address(self.config.url)} (config.url)"
         try:
             client.ping()
@@ -139,6 +138,16 @@ class RedisSink:
 
 def _ms(duration: timedelta | None) -> int:
     return int(duration.total_seconds() * 1000) if duration is not None else 0
+
+
+def make_client(config: RedisSinkConfig) -> redis.Redis:
+    """A client of ``config.url`` (not connected yet) that never retries by itself: the
+    runtime's retry layer (``connectors.runtime.retry``) is the only one, whatever
+    redis-py's default or the URL's ``retry_on_timeout`` would do."""
+    timeout = config.timeout.total_seconds()
+    password = config.password.get_secret_value() if config.password else None
+    return redis.Redis.from_url(config.url, password=password, socket_timeout=timeout,
+                                socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
 
 
 def create(config: RedisSinkConfig, context: SinkContext) -> RedisSink:

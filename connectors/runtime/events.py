@@ -9,6 +9,7 @@ import orjson
 
 from cdc.log import Message, TopicPartition
 from connectors.contract import SinkEvent, version_of
+from derived import fill_unchanged
 
 
 class EventDecodeError(ValueError):
@@ -31,7 +32,8 @@ def coalesce(events: Sequence[SinkEvent]) -> list[SinkEvent]:
     """The last event of each key (same topic and key bytes), in log order of those.
 
     A kept event whose ``unchanged`` (TOAST) columns were sent in full by a dropped
-    earlier event of the same key gets those values back, so nothing is lost by dropping.
+    earlier event of the same key gets those values back (``derived.fill_unchanged``),
+    so nothing is lost by dropping; its ``before`` is left to ``connectors.changes``.
     """
     last: dict[tuple[str, bytes], int] = {}
     for index, sink_event in enumerate(events):
@@ -47,26 +49,26 @@ def coalesce(events: Sequence[SinkEvent]) -> list[SinkEvent]:
             continue
         if last[where] != index:
             merged = known.setdefault(where, {})
-            merged.update(after)
+            merged.update(fill_unchanged(after, sink_event.event.get("unchanged"), merged).row)
     kept = []
     for index in sorted(last.values()):
         sink_event = events[index]
         where = (sink_event.message.topic, sink_event.message.key)
-        kept.append(_fill_unchanged(sink_event, known.get(where)))
+        kept.append(_filled_from_earlier(sink_event, known.get(where)))
     return kept
 
 
-def _fill_unchanged(sink_event: SinkEvent, earlier: dict[str, object] | None) -> SinkEvent:
-    unchanged = sink_event.event.get("unchanged") or []
+def _filled_from_earlier(sink_event: SinkEvent, earlier: dict[str, object] | None) -> SinkEvent:
+    unchanged = sink_event.event.get("unchanged")
     after = sink_event.event.get("after")
     if not earlier or not unchanged or not isinstance(after, dict):
         return sink_event
-    filled = [name for name in unchanged if name in earlier]
-    if not filled:
+    filled = fill_unchanged(after, unchanged, earlier)
+    if filled.missing == frozenset(unchanged):
         return sink_event
     event = dict(sink_event.event)
-    event["after"] = {**after, **{name: earlier[name] for name in filled}}
-    event["unchanged"] = [name for name in unchanged if name not in earlier]
+    event["after"] = filled.row
+    event["unchanged"] = [name for name in unchanged if name in filled.missing]
     return SinkEvent(sink_event.message, event, sink_event.version)
 
 

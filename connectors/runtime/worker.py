@@ -1,9 +1,11 @@
 """One worker of a connector: a consumer-group member feeding its own sink instance.
 
-Per batch: decode and coalesce, write (retrying, isolating refused events), flush,
-append dead letters, and only then commit the offsets. On stop the batch in hand is
-finished the same way; if that cannot be done (the sink is down), it is left
-uncommitted and will be delivered again (sinks are idempotent).
+The sink is built with the worker, before the threads start (a missing extra stops the
+connector there, before any worker runs); the worker's thread opens it. Per batch:
+decode and coalesce, write (retrying, isolating refused events), flush, append dead
+letters, and only then commit the offsets. On stop the batch in hand is finished the
+same way; if that cannot be done (the sink is down), it is left uncommitted and will be
+delivered again (sinks are idempotent).
 """
 
 from __future__ import annotations
@@ -56,22 +58,37 @@ class ConnectorWorker:
     """Runs in its own thread until ``stop`` is set or an error ends it (``failure``)."""
 
     def __init__(self, setup: WorkerSetup, stop: threading.Event) -> None:
+        """Build the worker's sink (not opened yet) in the thread that starts the workers.
+
+        A sink whose extra is not installed raises ``MissingExtraError`` here, before any
+        worker of the connector runs, so the command's one line is all the user sees;
+        any other failure to build it is the worker's failure once it runs.
+        """
         self._setup = setup
         self._stop = stop
         self.failure: BaseException | None = None
         self.dropped = 0
+        self._sink: Sink | None = None
+        self._build_error: Exception | None = None
+        try:
+            self._sink = build_sink(setup.connector, setup.context)
+        except MissingExtraError:
+            raise
+        except Exception as exc:  # reported by run(), like a sink that cannot open
+            self._build_error = exc
 
     def run(self) -> None:
         """The worker's thread body."""
         setup = self._setup
         connector = setup.connector
         consumer: Consumer | None = None
-        sink: Sink | None = None
+        sink, self._sink = self._sink, None
         try:
+            if sink is None:
+                raise self._build_error or RuntimeError("ConnectorWorker.run called twice")
             consumer = setup.log.consumer(
                 setup.group, topics=connector.topics or (), start=setup.start,
                 pattern=connector.topic_pattern, backpressure=backpressure_of(connector))
-            sink = build_sink(connector, setup.context)
             setup.retrier.call("open", sink.open)
             self._loop(consumer, sink)
         except StopRequested:
@@ -80,8 +97,7 @@ class ConnectorWorker:
         except Exception as exc:  # reported by the runner; offsets stay uncommitted
             self.failure = exc
             log.error("%s: worker %d stopped: %s", connector.name, setup.context.worker,
-                      describe(exc), extra={"connector": connector.name},
-                      exc_info=None if isinstance(exc, MissingExtraError) else exc)
+                      describe(exc), extra={"connector": connector.name}, exc_info=exc)
         finally:
             if sink is not None:
                 self._close_sink(sink)

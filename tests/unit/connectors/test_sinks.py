@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from cdc.extras import MissingExtraError
 from cdc.log.file import FileLog
-from connectors.contract import SinkContext
+from connectors.contract import Sink, SinkContext
 from connectors.registry import load_sink
 from connectors.runtime import ConnectorFailedError, SinkNotRunnableError, build_sink
 from connectors.webhook import WebhookSink
@@ -40,3 +43,21 @@ def test_a_runner_of_an_unbuilt_sink_fails_clearly(event_log: FileLog,
     with pytest.raises(ConnectorFailedError, match="connector 'c1' stopped: "
                                                    "SinkNotRunnableError: sink type 'unbuilt'"):
         runner.raise_failure()
+
+
+def test_a_missing_extra_stops_the_start_before_any_worker_runs(
+        event_log: FileLog, fake_sinks: SinkBuilders, caplog: pytest.LogCaptureFixture) -> None:
+    built: list[int] = []
+
+    def needs_redis(context: SinkContext) -> Sink:
+        built.append(context.worker)
+        raise ModuleNotFoundError("No module named 'redis'", name="redis")
+
+    fake_sinks["default"] = needs_redis
+    runner = make_runner(event_log, make_connector(workers=3))
+    with caplog.at_level(logging.DEBUG, logger="connectors"), \
+            pytest.raises(MissingExtraError, match=r"^the fake sink needs the redis extra: "):
+        runner.start()
+    assert built == [0]  # found once, in the caller's thread
+    assert caplog.records == []  # the command's one line is all the user sees
+    assert runner.failures == [] and runner.join(5)
