@@ -18,6 +18,7 @@ from cdc.help_examples import add_examples
 from cdc.lazy_group import LazyCommand, LazyGroup
 from cdc.log.commands import log_group
 from cdc.logsetup import LogFormat, set_log_format
+from cdc.memory import keep_freed_memory
 from cdc.pipeline import run
 
 LAYERED_COMMANDS = (
@@ -44,6 +45,7 @@ def _add_example(command: click.Command, name: str) -> None:
 def main(log_format: LogFormat) -> None:
     """Distributary: change-data-capture from PostgreSQL into a replayable event log."""
     set_log_format(log_format)
+    keep_freed_memory()  # per-batch buffers are reused, not faulted in again
 
 
 main.add_command(validate)
