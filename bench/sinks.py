@@ -31,6 +31,7 @@ from opensearchpy import OpenSearch, helpers
 from cdc.config import ConnectorConfig
 from cdc.log import Position, Record
 from cdc.log.file import FileLog
+from cdc.memory import keep_freed_memory
 from compose.launcher import OpenSearchServer, RedisServer
 from connectors.runtime import ConnectorRunner, RunnerOptions
 
@@ -154,6 +155,7 @@ def redis_reference(client: redis.Redis, events: list[Event]) -> float:
 def main(argv: list[str] | None = None) -> None:
     """Fill a log, run the sinks and their references (``--only`` one of them); print the
     figures."""
+    keep_freed_memory()  # as the cdc connect process does (cdc.memory)
     parser = argparse.ArgumentParser(prog="python -m bench.sinks", description=__doc__)
     parser.add_argument("--only", choices=("opensearch", "redis"),
                         help="run only this sink and its reference")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, NamedTuple, Protocol, TypeAlias
 
 from cdc.errors import SinkError, TerminalError, TransientError
 from cdc.log import Log, Message
@@ -39,9 +39,9 @@ def version_of(commit_lsn: int, seq: int) -> int:
     return (commit_lsn << SEQ_BITS) | min(seq, SEQ_MAX)
 
 
-@dataclass(frozen=True, slots=True)
-class SinkEvent:
-    """One change event as a sink sees it."""
+class SinkEvent(NamedTuple):
+    """One change event as a sink sees it (a named tuple: one is made per event read, and
+    a tuple is made four times faster than a frozen dataclass)."""
 
     message: Message          # where it is in the log (topic, partition, offset)
     event: dict[str, Any]     # the decoded event (docs/architecture.md "The event")

@@ -73,12 +73,16 @@ def _filled_from_earlier(sink_event: SinkEvent, earlier: dict[str, object] | Non
 
 
 def next_offsets(messages: Iterable[Message]) -> dict[TopicPartition, int]:
-    """The offset to commit per partition after ``messages``."""
-    offsets: dict[TopicPartition, int] = {}
+    """The offset to commit per partition after ``messages``: past the highest offset
+    of each (a consumer's batch holds a partition's messages in offset order, but the
+    highest is taken anyway)."""
+    highest: dict[tuple[str, int], int] = {}
     for message in messages:
-        tp = TopicPartition(message.topic, message.partition)
-        offsets[tp] = max(offsets.get(tp, 0), message.offset + 1)
-    return offsets
+        where = (message.topic, message.partition)
+        if message.offset >= highest.get(where, -1):
+            highest[where] = message.offset
+    return {TopicPartition(topic, partition): offset + 1
+            for (topic, partition), offset in highest.items()}
 
 
 @dataclass(slots=True)
