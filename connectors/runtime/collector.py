@@ -23,9 +23,10 @@ class BatchCollector:
         self._stop = stop
         self._clock = clock
 
-    def collect(self) -> list[Message]:
-        """The next batch; empty when nothing came for a while or a stop was asked."""
-        messages = self._consumer.poll(self._batch_size, IDLE_POLL_S)
+    def collect(self, idle_wait: float = IDLE_POLL_S) -> list[Message]:
+        """The next batch; empty when nothing came within ``idle_wait`` seconds or a stop
+        was asked."""
+        messages = self._consumer.poll(self._batch_size, idle_wait)
         if not messages:
             return []
         deadline = self._clock() + self._batch_timeout

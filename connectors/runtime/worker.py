@@ -6,6 +6,14 @@ decode and coalesce, write (retrying, isolating refused events), flush, append d
 letters, and only then commit the offsets. On stop the batch in hand is finished the
 same way; if that cannot be done (the sink is down), it is left uncommitted and will be
 delivered again (sinks are idempotent).
+
+One batch is in flight while the next is read and decoded: the write and flush of batch
+N run in a sender thread (they wait on the sink's server, without the interpreter lock)
+while this thread polls and decodes batch N+1; batch N is finished (dead letters, commit)
+before batch N+1 is handed over, so batches reach the sink one at a time, in order. A
+rebalance in the poll of N+1 may take a partition of batch N away before N is committed:
+its new owner then delivers those events again, as after any crash (versioned writes make
+that harmless).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cdc.config import ConnectorConfig
@@ -22,11 +31,11 @@ from cdc.log import Backpressure, BackpressurePolicy, Consumer, Log, Message, St
 from cdc.observability.connector_metrics import ConnectorMetrics
 from connectors.contract import Sink, SinkContext
 
-from .collector import BatchCollector
+from .collector import IDLE_POLL_S, BatchCollector
 from .dead_letter import DeadLetter, DeadLetterWriter
 from .delivery import BatchDelivery
 from .errors import StopRequested, describe
-from .events import decode_batch, next_offsets
+from .events import DecodedBatch, decode_batch, next_offsets
 from .retry import Retrier
 from .sinks import build_sink
 
@@ -117,11 +126,24 @@ class ConnectorWorker:
                                    batch_timeout=connector.batch_timeout.total_seconds(),
                                    stop=self._stop)
         delivery = BatchDelivery(sink, self._setup.retrier)
-        while not self._stop.is_set():
-            messages = collector.collect()
-            self._count_dropped(consumer)
-            if messages:
-                self.process(messages, consumer, sink, delivery)
+        in_flight: InFlight | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix=f"{connector.name}-sender") as sender:
+            try:
+                while not self._stop.is_set():
+                    # with a batch in flight, only what is there already: the batch is
+                    # finished (dead letters, commit) as soon as its write returns
+                    messages = collector.collect(0.0 if in_flight is not None else IDLE_POLL_S)
+                    self._count_dropped(consumer)
+                    prepared = self.prepare(messages) if messages else None
+                    if in_flight is not None:
+                        finishing = in_flight
+                        in_flight = None  # a failure to finish it must not finish it again
+                        self.finish(finishing, consumer)
+                    if prepared is not None:
+                        in_flight = self.send(prepared, delivery, sender)
+            finally:
+                if in_flight is not None:  # the batch in hand, finished as any other
+                    self.finish(in_flight, consumer)
 
     def _count_dropped(self, consumer: Consumer) -> None:
         dropped = int(getattr(consumer, "dropped", 0))
@@ -129,30 +151,38 @@ class ConnectorWorker:
             self._setup.metrics.dropped.inc(dropped - self.dropped)
             self.dropped = dropped
 
-    def process(self, messages: Sequence[Message], consumer: Consumer, sink: Sink,
-                delivery: BatchDelivery) -> None:
-        """Write, flush, dead-letter and commit one batch."""
+    def prepare(self, messages: Sequence[Message]) -> InFlight:
+        """Decode and coalesce a polled batch (before the previous one is finished)."""
         setup = self._setup
-        started = time.monotonic()
         setup.metrics.messages_read.inc(len(messages))
         fed = [m for m in messages
                if setup.skip_prefix is None or not m.topic.startswith(setup.skip_prefix)]
-        batch = decode_batch(fed)
-        undecodable = [DeadLetter(message, reason, "EventDecodeError")
-                       for message, reason in batch.undecodable]
+        return InFlight(messages, decode_batch(fed), time.monotonic())
 
-        refused = delivery.deliver(batch.events) if batch.events else []
-        letters = undecodable + refused
+    def send(self, batch: InFlight, delivery: BatchDelivery,
+             sender: ThreadPoolExecutor) -> InFlight:
+        """Hand ``batch`` to the sender thread: written and flushed while the next one is
+        read."""
+        if batch.decoded.events:
+            batch.delivered = sender.submit(delivery.deliver, batch.decoded.events)
+        return batch
+
+    def finish(self, batch: InFlight, consumer: Consumer) -> None:
+        """Wait for ``batch``'s write and flush; dead-letter what was refused; commit."""
+        setup = self._setup
+        refused = batch.delivered.result() if batch.delivered is not None else []
+        letters = [DeadLetter(message, reason, "EventDecodeError")
+                   for message, reason in batch.decoded.undecodable] + refused
         if letters:
             setup.retrier.call("dead-letter append", lambda: setup.dead_letters.write(letters))
             setup.metrics.dead_letters.inc(len(letters))
             for letter in letters:
                 self._log_dead_letter(letter)
-        offsets = next_offsets(messages)
+        offsets = next_offsets(batch.messages)
         setup.retrier.call("offset commit", lambda: consumer.commit(offsets))
-        setup.metrics.events_written.inc(len(batch.events) - len(refused))
+        setup.metrics.events_written.inc(len(batch.decoded.events) - len(refused))
         setup.metrics.batches.inc()
-        setup.metrics.batch_seconds.observe(time.monotonic() - started)
+        setup.metrics.batch_seconds.observe(time.monotonic() - batch.started)
 
     def _log_dead_letter(self, letter: DeadLetter) -> None:
         name = self._setup.connector.name
@@ -162,3 +192,14 @@ class ConnectorWorker:
                     letter.reason, extra={"connector": name, "topic": message.topic,
                                           "partition": message.partition,
                                           "offset": message.offset})
+
+
+@dataclass(slots=True)
+class InFlight:
+    """A polled batch on its way: its messages, what decoding made of them, when it was
+    polled, and its write and flush in the sender thread (None: nothing to write)."""
+
+    messages: Sequence[Message]
+    decoded: DecodedBatch
+    started: float
+    delivered: Future[list[DeadLetter]] | None = None
