@@ -37,8 +37,9 @@ def stop_on_signals() -> threading.Event:
 @click.command()
 @config_option
 @click.option("--recreate-lost-slot", is_flag=True,
-              help="If the slot is lost (wal_status=lost), drop it, create a new one and "
-              "snapshot the tables again instead of stopping with an error.")
+              help="If the slot is lost (wal_status=lost) or missing (dropped, or a failover "
+              "to a server without it), drop it if need be, create a new one and snapshot "
+              "the tables again (truncate events first) instead of stopping with an error.")
 def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     """Stream the configured slot into the log (logs LSN, events and acknowledgements)."""
     from cdc.observability import start_observability

@@ -16,6 +16,7 @@ from .schema.topics import topic_findings
 from .source.privileges import privilege_findings
 from .source.publication import catalog_tables
 from .source.slot import FAILOVER_MIN_VERSION, read_slot, slot_failover, slot_two_phase
+from .source.standby_checks import standby_findings
 from .source.table_selection import TableSelection, quote_name
 from .source.wal_safety import RECREATE_FLAG, wal_retention
 
@@ -30,6 +31,7 @@ def diagnose(config: PipelineConfig) -> list[Finding]:
         return [*_wal_level(conn), *_selection(conn, config),
                 *privilege_findings(conn, config), *_replica_identity(conn, config),
                 *_slot(conn, config), *failover_findings(conn, config),
+                *standby_findings(conn, config.source),
                 *ddl_trigger_findings(conn),
                 *topic_findings(conn, config), *kafka_limit_findings(config)]
 

@@ -37,8 +37,9 @@ from .snapshot.incremental_log import read_records
 from .source import session
 from .source.checks import refuse_sql_ascii, source_address
 from .source.publication import sync_publication
-from .source.slot import check_slot_health, ensure_publication, slot_two_phase
+from .source.slot import check_slot_health, slot_two_phase
 from .source.slot_start import SlotStart
+from .source.standby import nudge_primary, prepare_publication, source_role
 from .stream.batching import BatchLimits, GroupCommit
 from .stream.loop import LoopSettings, StreamLoop
 from .stream.replication import ReplicationConnection, now_pg_micros
@@ -136,17 +137,24 @@ class Capture:
         dsn = source.conninfo()
         with session.connect(dsn) as conn:
             refuse_sql_ascii(conn)
-            ensure_publication(conn, source.publication, source.tables)
+            role = source_role(conn, source)
+            prepare_publication(conn, role, source)
             check_published_topics(conn, source.publication, self.config.topic_names)
-            self._prepare_slot(conn, dsn)
+            with nudge_primary(role):  # a slot created on a standby waits for the primary
+                self._prepare_slot(conn, dsn)
         if self.snapshot_only_done:
             stop.set()
             return
         catalog_conn = session.connect(dsn)
+        # where heartbeats and publication changes are written: the source, or on a
+        # standby the primary (source.primary_dsn, connected below), or nowhere
+        write_conn = None if role.standby else catalog_conn
         spool = StreamSpool(Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
         repl = ReplicationConnection(dsn)
         self.stats.sessions += 1
         try:
+            if role.standby and role.write_dsn is not None:
+                write_conn = session.connect(role.write_dsn)
             shapes = ShapeRegistry(catalog_conn, self.config.topic_names,
                                    self._known_schema_versions())
             shapes.claim_topics(published_tables(catalog_conn, source.publication))
@@ -155,8 +163,10 @@ class Capture:
                 frozenset(source.messages_prefixes))
             assembler.topic_of_prefix[DDL_PREFIX] = f"{self.config.topic_prefix}._ddl"
             resume = ResumeFilter(self.producer, self._existing_topics())
-            self._incremental = self._incremental_snapshots(dsn, shapes)
-            if repl.server_version < 140000 and self._incremental.active:
+            self._incremental = (self._incremental_snapshots(role.write_dsn, shapes)
+                                 if role.write_dsn is not None else None)
+            if (repl.server_version < 140000 and self._incremental is not None
+                    and self._incremental.active):
                 log.error("incremental snapshots of %s cannot complete on PostgreSQL %d: "
                           "their watermarks are logical decoding messages, which pgoutput "
                           "sends from PostgreSQL 14 on; those tables' existing rows are not "
@@ -168,7 +178,7 @@ class Capture:
                        two_phase=slot_two_phase(catalog_conn, source.slot))
             decoder = PgOutputDecoder(repl.proto_version)
             self.stats.streaming = True
-            self._stream(stop, repl, decoder, assembler, resume, catalog_conn)
+            self._stream(stop, repl, decoder, assembler, resume, catalog_conn, write_conn)
         finally:
             self.stats.streaming = False
             if self._incremental is not None:
@@ -177,13 +187,16 @@ class Capture:
             repl.close()
             spool.close()
             catalog_conn.close()
+            if write_conn is not None and write_conn is not catalog_conn:
+                write_conn.close()
 
     def _prepare_slot(self, conn: psycopg.Connection[Any], dsn: str) -> None:
         """Create or check the slot; take (or finish) the initial snapshot the mode asks
         for (``slot_start``). The capture never drops a slot PostgreSQL did not lose."""
         start = SlotStart(self.config, self.log, self.producer, self._known_schema_versions)
         mode = start.prepare(conn, dsn, self.settings.recreate_lost_slot,
-                             known_complete=self._slot_prepared)
+                             known_complete=self._slot_prepared,
+                             streamed_before=self.stats.sessions > 0)
         self._slot_prepared = mode != "never"  # a reconnect never re-decides the snapshot
         self.stats.events += start.rows
         # an existing slot in mode "always": every table again, incrementally, when streaming
@@ -218,23 +231,28 @@ class Capture:
 
     def _stream(self, stop: threading.Event, repl: ReplicationConnection,
                 decoder: PgOutputDecoder, assembler: TransactionAssembler,
-                resume: ResumeFilter, catalog_conn: psycopg.Connection[Any]) -> None:
+                resume: ResumeFilter, catalog_conn: psycopg.Connection[Any],
+                write_conn: psycopg.Connection[Any] | None) -> None:
         settings, source = self.settings, self.config.source
         heartbeat = source.heartbeat_interval
         loop = StreamLoop(
             repl, decoder, assembler, self._group,
-            _SessionCommitter(self, repl, assembler, resume, catalog_conn), self.stats,
+            _SessionCommitter(self, repl, assembler, resume, catalog_conn, write_conn),
+            self.stats,
             LoopSettings(settings.batch_delay_s, settings.batch_events,
                          settings.backlog_batch_events, settings.batch_bytes,
                          heartbeat.total_seconds() if heartbeat else None, source.slot),
             self._incremental, self._stop_when_snapshots_done)
         loop.run(stop)
 
-    def _emit_heartbeat(self, catalog_conn: psycopg.Connection[Any]) -> bool:
-        """Write a tiny WAL record the slot can advance past; False if not allowed."""
+    def _emit_heartbeat(self, write_conn: psycopg.Connection[Any] | None) -> bool:
+        """Write a tiny WAL record the slot can advance past; False if not allowed (or a
+        standby without ``source.primary_dsn``: ``source_role`` said so)."""
+        if write_conn is None:
+            return False
         try:
-            catalog_conn.execute("SELECT pg_logical_emit_message(false, %s, '')",
-                                 (HEARTBEAT_PREFIX,))
+            write_conn.execute("SELECT pg_logical_emit_message(false, %s, '')",
+                               (HEARTBEAT_PREFIX,))
         except psycopg.errors.InsufficientPrivilege:
             log.warning("heartbeats disabled: this role may not call pg_logical_emit_message "
                         "(GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, "
@@ -296,6 +314,7 @@ class _SessionCommitter:
     assembler: TransactionAssembler
     resume: ResumeFilter
     catalog_conn: psycopg.Connection[Any]
+    write_conn: psycopg.Connection[Any] | None  # the primary's, when the source is a standby
 
     def flush(self, commit_ts_us: int) -> None:
         """Append the ready records durably, then acknowledge."""
@@ -307,10 +326,11 @@ class _SessionCommitter:
 
     def heartbeat(self) -> bool:
         """A WAL record the slot can advance past; False when not allowed."""
-        return self.capture._emit_heartbeat(self.catalog_conn)
+        return self.capture._emit_heartbeat(self.write_conn)
 
     def check_source(self) -> None:
         """Slot health, and the tables the patterns select now."""
         source = self.capture.config.source
         check_slot_health(self.catalog_conn, source.slot)
-        sync_publication(self.catalog_conn, source.publication, source.tables)
+        if self.write_conn is not None:
+            sync_publication(self.write_conn, source.publication, source.tables)

@@ -51,6 +51,11 @@ class SourceConfig(ConfigModel):
         "refused at start-up before): a standby with sync_replication_slots = on keeps a "
         "copy, so the capture goes on from the promoted standby after a failover. An "
         "existing slot without the flag is altered to have it")
+    primary_dsn: PostgresDsn | None = Field(
+        default=None, description="when dsn is a physical standby (PostgreSQL 16+): the "
+        "primary, where what a standby cannot write goes: heartbeats, incremental-snapshot "
+        "watermarks and chunks, the publication (created or extended there). null: those "
+        "are off on a standby (a warning each at start). password applies when it has none")
 
     @field_validator("tables")
     @classmethod
@@ -92,6 +97,13 @@ class SourceConfig(ConfigModel):
 
     def conninfo(self) -> str:
         """The DSN with ``password`` merged in: what to hand to psycopg. Holds a secret."""
-        if self.password is None:
-            return self.dsn
-        return make_conninfo(self.dsn, password=self.password.get_secret_value())
+        return self._with_password(self.dsn)
+
+    def primary_conninfo(self) -> str | None:
+        """``primary_dsn`` with ``password`` merged in (if it has none), or None."""
+        return None if self.primary_dsn is None else self._with_password(self.primary_dsn)
+
+    def _with_password(self, dsn: str) -> str:
+        if self.password is None or "password" in parse_dsn(dsn):
+            return dsn
+        return make_conninfo(dsn, password=self.password.get_secret_value())

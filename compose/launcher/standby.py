@@ -2,9 +2,9 @@
 
 The standby's data directory is a copy of the primary's taken between
 ``pg_backup_start``/``pg_backup_stop`` (the Maven builds have no ``pg_basebackup``); it
-streams from the primary through a physical slot, with ``hot_standby_feedback`` and
-``sync_replication_slots`` on, so the primary's failover slots are synchronised to it
-(PostgreSQL 17+).
+streams from the primary through a physical slot, with ``hot_standby_feedback`` on (and,
+on PostgreSQL 17+, ``sync_replication_slots``, so the primary's failover slots are
+synchronised to it; the setting does not exist before 17).
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from .postgres import PostgresServer
 
 __all__ = ["StandbyServer"]
 
+SYNC_SLOTS_MIN_VERSION = 170000  # sync_replication_slots: PostgreSQL 17
 _NOT_COPIED = {"postmaster.pid", "postmaster.opts", "backup_label", "tablespace_map"}
 _EMPTIED = {"pg_replslot", "pg_wal", "pg_stat_tmp"}  # emptied in the copy
 
 
 class StandbyServer(PostgresServer):
     """A standby of ``primary`` reading through physical slot ``slot`` (created here);
-    ``dbname`` goes into ``primary_conninfo`` (slot synchronisation needs one)."""
+    ``dbname`` goes into ``primary_conninfo`` (slot synchronisation needs one). ``settings``
+    override the standby defaults (``hot_standby_feedback = off`` for a doctor test)."""
 
     name = "postgres-standby"
 
@@ -44,6 +46,7 @@ class StandbyServer(PostgresServer):
             entry = pwd.getpwnam(self._user)
             os.chown(self.workdir, entry.pw_uid, entry.pw_gid)
         with psycopg.connect(self.primary.dsn(), autocommit=True) as conn:
+            version = conn.info.server_version
             conn.execute("SELECT pg_create_physical_replication_slot(%s, true)", (self.slot,))
             conn.execute("SELECT pg_backup_start('standby', true)")
             _copy_datadir(self.primary.datadir, self.datadir)
@@ -53,10 +56,14 @@ class StandbyServer(PostgresServer):
         self._write_settings()
         conninfo = (f"host={LOOPBACK} port={self.primary.port} user=postgres "
                     f"dbname={self.dbname} application_name={self.slot}")
+        standby = {"primary_conninfo": f"'{conninfo}'", "primary_slot_name": f"'{self.slot}'",
+                   "hot_standby": "on", "hot_standby_feedback": "on"}
+        if version >= SYNC_SLOTS_MIN_VERSION:
+            standby["sync_replication_slots"] = "on"
         with (self.datadir / "postgresql.conf").open("a") as out:
-            out.write(f"primary_conninfo = '{conninfo}'\nprimary_slot_name = '{self.slot}'\n"
-                      "hot_standby = on\nhot_standby_feedback = on\n"
-                      "sync_replication_slots = on\n")
+            for key, value in standby.items():  # ``settings`` given win (written before)
+                if key not in self.extra_settings:
+                    out.write(f"{key} = {value}\n")
         (self.datadir / "standby.signal").touch()
         if self._user is not None:
             entry = pwd.getpwnam(self._user)

@@ -60,7 +60,9 @@ def snapshot(config_path: Path, table: str | None, where: str | None, chunk: int
         raise click.UsageError("give --table SCHEMA.TABLE (or --status)")
     name = ".".join(split_table(table))
     try:
-        with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
+        # a request is a WAL message: on the primary when the capture reads a standby
+        dsn = config.source.primary_conninfo() or config.source.conninfo()
+        with psycopg.connect(dsn, autocommit=True) as conn:
             if cancel:
                 lsn = emit_request(conn, {"action": "cancel", "table": name})
                 click.echo(f"cancellation of {name}'s snapshot sent (WAL {lsn}); the capture "

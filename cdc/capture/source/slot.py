@@ -50,9 +50,10 @@ def split_table(name: str) -> tuple[str, str]:
 
 def read_slot(conn: psycopg.Connection[Any], slot: str) -> SlotState | None:
     """The slot's state, or None when it does not exist."""
-    row = conn.execute(
+    row = conn.execute(  # a standby has no current WAL position: its replay position
         "SELECT slot_name, plugin, database, active, active_pid, confirmed_flush_lsn::text,"
-        " wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint,"
+        " wal_status, pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery()"
+        " THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END, restart_lsn)::bigint,"
         " safe_wal_size FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
     if row is None:
         return None

@@ -9,6 +9,12 @@
   tables not recorded as read are requested as incremental snapshots, performed while
   streaming from the slot's position (``snapshot_resume``).
 - A slot the log knows nothing of (created by hand) is streamed as it is.
+- A slot the log shows this capture streamed from (its initial snapshot completed, or
+  this process streamed from it) that the server does not have is *missing*: dropped, or
+  a failover to a server it was not synchronised to. The capture stops
+  (``SlotMissingError``) unless ``--recreate-lost-slot`` says to create a new one and
+  snapshot the tables again (truncate events first, as above). A brand-new pipeline (no
+  history) simply creates its slot.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from typing import Any
 import psycopg
 
 from cdc.config import PipelineConfig
-from cdc.log import Log, Producer
+from cdc.log import NO_POSITION, Log, Producer
 
+from ..lsn import format_lsn
 from ..schema.shapes import KnownSchema, ShapeRegistry
 from ..snapshot.incremental_log import read_records, table_states
 from ..snapshot.initial import mark_completed, mark_started, mark_tables_read, published_tables
@@ -35,6 +42,7 @@ from ..snapshot.resume import (
 )
 from . import session
 from .slot import drop_lost_slot, ensure_slot, read_slot, split_table
+from .wal_safety import RECREATE_FLAG, SlotMissingError, advance_wal_past
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +61,36 @@ class SlotStart:
     streamed: list[str] = field(default_factory=list)  # tables left to the stream
 
     def prepare(self, conn: psycopg.Connection[Any], dsn: str, recreate_lost_slot: bool,
-                known_complete: bool = False) -> str:
+                known_complete: bool = False, streamed_before: bool = False) -> str:
         """Create or check the slot, take or finish the initial snapshot; returns the
-        snapshot mode in effect (``initial`` after a lost slot was re-created).
+        snapshot mode in effect (``initial`` after a lost or missing slot was re-created).
         ``known_complete``: this process already saw the slot's snapshot complete (a
-        reconnect), whatever a read of the log may say now."""
+        reconnect), whatever a read of the log may say now; ``streamed_before``: this
+        process streamed from the slot. Raises ``SlotMissingError`` when the slot has such
+        a history but is gone, unless ``recreate_lost_slot``."""
         source = self.config.source
         mode = source.snapshot
-        if recreate_lost_slot and drop_lost_slot(conn, source.slot):
-            mode = "initial" if mode == "never" else mode  # the changes missed: re-read
-        if mode == "never":
-            ensure_slot(conn, dsn, source.slot, two_phase=source.two_phase,
-                        failover=source.failover_slot)
-            return mode
         records = read_records(self.event_log, self.config.topic_prefix)
         recorded = initial_snapshot(records, source.slot)
         if known_complete:
             recorded.state = "completed"
         exists = read_slot(conn, source.slot) is not None
+        if not exists and (recorded.state == "completed" or streamed_before):
+            last = self._last_logged_lsn()
+            if not recreate_lost_slot:
+                raise SlotMissingError(source.slot, format_lsn(last) if last else None)
+            log.warning("replication slot %s is missing (%s): a new slot is created and the "
+                        "tables are snapshotted again", source.slot, RECREATE_FLAG,
+                        extra={"slot": source.slot})
+            advance_wal_past(conn, last)  # a promoted standby may be behind the log
+            mode = "initial" if mode == "never" else mode  # the changes missed: re-read
+        elif recreate_lost_slot and drop_lost_slot(conn, source.slot):
+            exists = False
+            mode = "initial" if mode == "never" else mode  # the changes missed: re-read
+        if mode == "never":
+            ensure_slot(conn, dsn, source.slot, two_phase=source.two_phase,
+                        failover=source.failover_slot)
+            return mode
         active = {t for t, s in table_states(records).items() if s.active}
         if exists and recorded.state == "started":
             active |= set(self._finish_interrupted(conn, recorded, active))
@@ -85,6 +105,16 @@ class SlotStart:
                     failover=source.failover_slot)
         self.incremental_pending = bool(active)
         return mode
+
+    def _last_logged_lsn(self) -> int:
+        """The highest commit LSN of the pipeline's topics in the log (0: none)."""
+        prefix = f"{self.config.topic_prefix}."
+        highest = NO_POSITION
+        for topic in self.event_log.admin().topics():
+            if topic.startswith(prefix) and not self.config.is_dead_letter_topic(topic):
+                highest = max(highest, *self.producer.last_positions(topic).values(),
+                              NO_POSITION)
+        return highest.commit_lsn
 
     def _finish_interrupted(self, conn: psycopg.Connection[Any], recorded: InitialSnapshot,
                             active: set[str]) -> list[str]:

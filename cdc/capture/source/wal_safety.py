@@ -7,6 +7,15 @@ with :class:`SlotLostError`; ``cdc capture --recreate-lost-slot`` drops it, crea
 one and snapshots the tables again. Before that, ``wal_status`` goes ``extended`` →
 ``unreserved`` and the retained WAL approaches the limit: ``cdc doctor`` and the capture's
 log warn from ``WARN_FRACTION`` of the limit on.
+
+A slot the log shows this capture streamed from, but which the server does not have, is
+*missing* (:class:`SlotMissingError`): dropped by hand, or a failover to a server the slot
+was not synchronised to (before PostgreSQL 17, or without ``source.failover_slot``).
+Changes since the log's last position may never reach it; the same flag creates a new
+slot and snapshots the tables again, each table's rows preceded by a truncate event. A
+promoted standby may be *behind* the log (it never received the old primary's last
+WAL); ``advance_wal_past`` first moves its WAL past the log's last position, so the new
+slot's positions stay above everything the log holds (invariant 2).
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
 
-from cdc.errors import TerminalError
+from cdc.errors import SourceError, TerminalError
+
+from ..lsn import format_lsn, parse_lsn
 
 if TYPE_CHECKING:
     from .slot import SlotState
@@ -26,6 +37,7 @@ log = logging.getLogger(__name__)
 
 WARN_FRACTION = 0.8
 RECREATE_FLAG = "--recreate-lost-slot"
+MAX_WAL_SWITCHES = 256  # segments ``advance_wal_past`` may switch before giving up
 _UNIT_BYTES = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 
 
@@ -41,6 +53,52 @@ class SlotLostError(TerminalError):
             f"'cdc capture -c <pipeline.yaml> {RECREATE_FLAG}': it drops the slot, creates a "
             "new one and snapshots the tables again (rows deleted meanwhile stay in the sinks "
             "until a rebuild), then streams")
+
+
+class SlotMissingError(TerminalError):
+    """The slot this capture streamed from is gone: changes since ``position`` may be lost."""
+
+    def __init__(self, slot: str, position: str | None) -> None:
+        self.slot = slot
+        self.position = position
+        since = f"since position {position} " if position else ""
+        super().__init__(
+            f"replication slot {slot!r} is missing: the log shows this capture streamed from "
+            "it, but the server has no such slot (it was dropped, or this server is a "
+            "promoted standby the slot was not synchronised to: a failover without failover "
+            f"slots), so changes {since}may be missing from the log. Recover with "
+            f"'cdc capture -c <pipeline.yaml> {RECREATE_FLAG}': it creates a new slot and "
+            "snapshots the tables again, each table's rows preceded by a truncate event so "
+            "the sinks converge to the server's state, then streams")
+
+
+def advance_wal_past(conn: psycopg.Connection[Any], lsn: int) -> None:
+    """Make the server's WAL insert position pass ``lsn``: a WAL record, then a segment
+    switch, until it does (a promoted standby behind the log; needs ``pg_switch_wal``).
+    Nothing to do on a standby (it cannot write WAL; its positions are the primary's)."""
+    row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+    if row is not None and row[0]:
+        return
+    for switches in range(MAX_WAL_SWITCHES):
+        row = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        assert row is not None
+        if parse_lsn(row[0]) > lsn:
+            return
+        if switches == 0:
+            log.warning("the server's WAL (%s) is behind the log's last position %s (a "
+                        "promoted standby that missed the old primary's last WAL): "
+                        "switching WAL segments until it passes", row[0], format_lsn(lsn))
+        try:
+            conn.execute("SELECT pg_logical_emit_message(false, 'distributary.advance', '')")
+            conn.execute("SELECT pg_switch_wal()")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise SourceError(
+                f"the server's WAL is behind the log's last position {format_lsn(lsn)}: a "
+                "new slot here would give positions the log already holds. Let the "
+                "application write until pg_current_wal_lsn() passes it, or run the "
+                "capture once as a role that may call pg_switch_wal()") from exc
+    raise SourceError(f"the server's WAL did not pass the log's last position "
+                      f"{format_lsn(lsn)} after {MAX_WAL_SWITCHES} segment switches")
 
 
 def wal_keep_limit(conn: psycopg.Connection[Any]) -> int | None:

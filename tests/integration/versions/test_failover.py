@@ -9,102 +9,43 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import orjson
 import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.log.file import FileLog
 from compose.launcher import PostgresServer
 from compose.launcher.standby import StandbyServer
+
+from .failover_tools import Workload, logged_events, query, wait
 
 pytestmark = pytest.mark.integration
 
 SLOT = "failover_capture"
 
 
-def _wait(what: str, done: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def _query(dsn: str, query: str) -> list[tuple[object, ...]]:
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
-        cursor = conn.execute(query.encode())
-        return cursor.fetchall() if cursor.description else []
-
-
 def _slot_is(dsn: str, condition: str) -> bool:
     """The capture's slot exists on that server and meets ``condition`` (SQL)."""
-    query = sql.SQL("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND {}").format(
-        sql.SQL(condition))
+    statement = sql.SQL("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s AND {}"
+                        ).format(sql.SQL(condition))
     with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
-        return conn.execute(query, (SLOT,)).fetchone() is not None
+        return conn.execute(statement, (SLOT,)).fetchone() is not None
 
 
 def _logged_ids(log_dir: Path) -> list[int]:
     """The ``items`` ids inserted, in log order (one partition: commit order)."""
-    if not log_dir.exists():
-        return []
-    event_log = FileLog(log_dir)
-    ids: list[int] = []
-    try:
-        for topic in event_log.admin().topics():
-            if not topic.endswith("public.items"):
-                continue
-            for message in event_log.read_to_end(topic):
-                event = orjson.loads(message.value)
-                if isinstance(event, dict) and event.get("op") == "c":
-                    ids.append(int(event["after"]["id"]))
-    finally:
-        event_log.close()
-    return ids
-
-
-class Workload(threading.Thread):
-    """One row per transaction, ids ascending; after an error it reconnects (the
-    multi-host DSN finds the primary) and retries the same id (ON CONFLICT: it may have
-    committed)."""
-
-    def __init__(self, dsn: str) -> None:
-        super().__init__(daemon=True)
-        self.dsn = dsn
-        self.next_id = 1
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        conn: psycopg.Connection[tuple[object, ...]] | None = None
-        while not self.stopping.is_set():
-            try:
-                if conn is None:
-                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=2)
-                conn.execute("INSERT INTO items VALUES (%s, 'w') ON CONFLICT DO NOTHING",
-                             (self.next_id,))
-                self.next_id += 1
-                time.sleep(0.01)
-            except psycopg.Error:
-                if conn is not None:
-                    conn.close()
-                conn = None
-                time.sleep(0.2)
-        if conn is not None:
-            conn.close()
+    return [int(e["after"]["id"]) for e in logged_events(log_dir) if e.get("op") == "c"]
 
 
 def test_capture_goes_on_from_the_promoted_standby(tmp_path: Path) -> None:
     with PostgresServer(version=17) as primary:
-        _query(primary.dsn(), "CREATE TABLE items (id int PRIMARY KEY, note text)")
+        query(primary.dsn(), "CREATE TABLE items (id int PRIMARY KEY, note text)")
         with StandbyServer(primary, slot="standby1") as standby:
-            _query(primary.dsn(), "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
-            _query(primary.dsn(), "SELECT pg_reload_conf()")
-            _wait("the standby to stream", lambda: bool(_query(
+            query(primary.dsn(), "ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
+            query(primary.dsn(), "SELECT pg_reload_conf()")
+            wait("the standby to stream", lambda: bool(query(
                 primary.dsn(), "SELECT 1 FROM pg_stat_replication WHERE state = 'streaming'")))
             multi = (f"host=127.0.0.1,127.0.0.1 port={primary.port},{standby.port} "
                      "user=postgres dbname=postgres target_session_attrs=read-write")
@@ -127,24 +68,24 @@ log:
                                         str(config)], stdout=subprocess.DEVNULL, stderr=stderr)
             workload = Workload(multi)
             try:
-                _wait("the capture to stream", lambda: _slot_is(
+                wait("the capture to stream", lambda: _slot_is(
                     primary.dsn(), "active_pid IS NOT NULL AND failover"))
                 workload.start()
-                _wait("the slot to be synchronised to the standby", lambda: _slot_is(
+                wait("the slot to be synchronised to the standby", lambda: _slot_is(
                     standby.dsn(), "synced AND NOT temporary"))
-                _wait("changes in the log", lambda: len(_logged_ids(log_dir)) > 100)
+                wait("changes in the log", lambda: len(_logged_ids(log_dir)) > 100)
                 before = workload.next_id
                 primary.crash()
                 standby.promote()
-                _wait("the workload on the new primary",
+                wait("the workload on the new primary",
                       lambda: workload.next_id > before + 200)
-                _wait("the capture on the new primary", lambda: _slot_is(
+                wait("the capture on the new primary", lambda: _slot_is(
                     standby.dsn(), "active_pid IS NOT NULL"), timeout=120)
                 workload.stopping.set()
                 workload.join(timeout=30)
-                expected = [int(r[0]) for r in _query(  # type: ignore[call-overload]
+                expected = [int(r[0]) for r in query(
                     standby.dsn(), "SELECT id FROM items ORDER BY id")]
-                _wait("every row of the new primary in the log",
+                wait("every row of the new primary in the log",
                       lambda: set(expected) <= set(_logged_ids(log_dir)), timeout=120)
                 time.sleep(1.5)  # a duplicate would have arrived by now
                 logged = _logged_ids(log_dir)
