@@ -5,7 +5,7 @@
 ``cdc reconcile --continuous`` as child processes (``cdc.supervisor``):
 they share no interpreter lock, so a busy connector does not slow the capture. A child
 that exits is started again with backoff; one that exits with a configuration error or
-an error a restart cannot fix (a lost slot without ``--recreate-lost-slot``) stops the
+an error a restart cannot fix (a lost or missing slot without ``--recreate-lost-slot``) stops the
 pipeline with that error. SIGTERM or Ctrl-C stops every child cleanly: the capture
 flushes and acknowledges what is durable, each connector finishes its batch, flushes its
 sink and commits its offsets. With a ``metrics:`` section, ``/metrics``, ``/healthz`` and
@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 @click.command()
 @config_option
 @click.option("--recreate-lost-slot", is_flag=True,
-              help="If the slot is lost (wal_status=lost), drop it, create a new one and "
-              "snapshot the tables again instead of stopping with an error.")
+              help="If the slot is lost (wal_status=lost) or missing (dropped, or a failover "
+              "to a server without it), drop it if need be, create a new one and snapshot "
+              "the tables again (truncate events first) instead of stopping with an error.")
 def run(config_path: Path, recreate_lost_slot: bool) -> None:
     """Capture changes into the log and feed every configured connector."""
     from cdc.supervisor import (
