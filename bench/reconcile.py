@@ -7,6 +7,9 @@ exit), and the reference reads the same data plainly in the same run: ``COPY`` o
 table, a scroll of the index with sources, a ``SCAN`` of the keys with ``MGET`` of
 their values. ``reconcile_ratio_vs_scan`` is reference time / reconcile time (1.0: as
 fast; target ≥ 0.5). The servers come from ``compose.launcher``.
+``BENCH_PROFILE=FILE`` runs the reconcile under ``py-spy record`` (raw stacks, every
+thread, idle included; ``BENCH_PROFILE_FLAGS`` adds py-spy flags such as ``--gil``) into
+FILE: its time is then no measurement.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from compose.launcher import services
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 ROWS = max(1_000, int(1_000_000 * SCALE))
 PAGE = 1000
+PROFILE = os.environ.get("BENCH_PROFILE")
 
 
 def _config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str) -> None:
@@ -152,10 +156,11 @@ def main() -> None:
         stack.callback(_stop, process)
         load_s = _wait_loaded(workdir / "log", f"{name}.public.orders", process)
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "cdc.cli", "reconcile", "-c", str(config)],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run([*_profiler(), sys.executable, "-m", "cdc.cli", "reconcile",
+                               "-c", str(config)], capture_output=True, text=True, check=False)
         reconcile_s = time.monotonic() - started
-        summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
+        summary = next((line for line in reversed(done.stdout.splitlines())
+                        if line.startswith("reconcile:")), done.stderr)
         expected = f"reconcile: tables=1 rows={ROWS} missing=0 extra=0 different=0"
         assert done.returncode == 0 and summary == expected, (done.returncode, summary)
         reference_s, rows, documents, values = _reference(
@@ -167,6 +172,17 @@ def main() -> None:
         print(f"reference_seconds={reference_s:.2f}")
         print(f"reconcile_rows_per_s={ROWS / reconcile_s:.0f}")
         print(f"reconcile_ratio_vs_scan={reference_s / reconcile_s:.2f}")
+
+
+def _profiler() -> list[str]:
+    """``py-spy record`` in front of the reconcile when ``BENCH_PROFILE`` names a file."""
+    if not PROFILE:
+        return []
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    flags = os.environ.get("BENCH_PROFILE_FLAGS", "").split()  # e.g. --gil
+    return [py_spy, "record", "-r", "200", "-f", "raw", "--threads", "--idle", "--nonblocking",
+            *flags, "-o", PROFILE,
+            "--"]
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

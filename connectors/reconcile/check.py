@@ -39,7 +39,7 @@ class Summary:
 
 def reconcile_pipeline(config: PipelineConfig, *, connectors: Sequence[str] = (),
                        tables: Sequence[str] = (), repair: bool = False,
-                       rate: float | None = None, chunk: int = 1000, timeout: float = 120.0,
+                       rate: float | None = None, chunk: int = 5000, timeout: float = 120.0,
                        report: Report = lambda line: None) -> Summary:
     """Check (and with ``repair``, repair) the sinks of ``config``; each difference and
     repair goes to ``report`` as one line as soon as its table is done.

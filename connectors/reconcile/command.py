@@ -46,8 +46,8 @@ EXIT_UNFINISHED = 3
               "(at most --timeout) until the repair has reached the sinks.")
 @click.option("--rate", type=click.FloatRange(min=1), default=None, metavar="ROWS/S",
               help="Read at most this many rows per second from PostgreSQL.")
-@click.option("--chunk", type=click.IntRange(1, 10_000), default=1000, show_default=True,
-              help="Rows per chunk (one mget / pipeline per chunk and target).")
+@click.option("--chunk", type=click.IntRange(1, 10_000), default=5000, show_default=True,
+              help="Rows per chunk (one COPY, and one MGET per Redis target, per chunk).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               metavar="SECONDS", help="How long to wait for the capture and the connectors "
               "to catch up with a chunk's read, and for a repair to land.")

@@ -1,16 +1,20 @@
 """Reconciling an OpenSearch connector: documents by ``_id``, versions are external.
 
-A chunk is read with one ``ids`` search (fast, but it sees documents as of the last
-refresh); rechecks and extras read in real time (``mget``), so a write not yet
-refreshed is never reported."""
+A walk reads the whole index with one scroll beside the table (``scan``: a scroll page
+costs a fraction of an ``ids`` search of the same documents), or a chunk's documents
+with one ``ids`` search (``read``); both see documents as of the last refresh. Rechecks
+and extras read in real time (``mget``), so a write not yet refreshed is never
+reported."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import orjson
 from opensearchpy import OpenSearch
-from opensearchpy.exceptions import ConflictError, NotFoundError
+from opensearchpy.exceptions import AuthorizationException, ConflictError, NotFoundError
 
 from connectors.opensearch.client import make_client
 from connectors.opensearch.config import OpenSearchSinkConfig
@@ -21,9 +25,12 @@ from derived import ViewDefinition, apply_view, encode_key
 
 from .compare import Record, StoredRecord
 from .source import SourceRow
+from .target import Encoded, HeldPage
 
 SCROLL = "2m"
 PAGE = 2000
+SCAN_PAGE = 5000  # documents per scroll page of ``scan`` (sources and versions)
+FILTER_PATH = "_scroll_id,hits.hits._id,hits.hits._version,hits.hits._source"
 
 
 def alias_of(config: OpenSearchSinkConfig, names: TableNames,
@@ -61,6 +68,25 @@ class OpenSearchTarget:
                 out[doc_id] = apply_view(self._view, row.after)
         return out
 
+    def encoded(self, rows: Sequence[SourceRow]) -> Encoded:
+        """``_id`` → the document as the sink sends it (``None``: filtered out)."""
+        out: Encoded = {}
+        view = self._view
+        for row in rows:
+            doc_id = self.sink_id(row)
+            if doc_id is None:
+                continue
+            if view is None and row.after_json:
+                out[doc_id] = (row.after_json, row)  # the sink's orjson.dumps
+            else:
+                record = apply_view(view, row.after)
+                out[doc_id] = (None if record is None else orjson.dumps(record), row)
+        return out
+
+    def held(self, ids: Sequence[str]) -> dict[str, bytes]:
+        """``read``, each document's source as JSON text."""
+        return {doc_id: orjson.dumps(stored.record) for doc_id, stored in self.read(ids).items()}
+
     def read(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
         """The documents of ``ids``: one ``ids`` search (documents refreshed by now;
         a difference it shows is read again in real time by ``read_now``)."""
@@ -96,21 +122,39 @@ class OpenSearchTarget:
         """The versions of the documents of ``ids`` that exist."""
         return {doc_id: stored.version for doc_id, stored in self.read_now(ids).items()}
 
-    def listing(self) -> Iterator[tuple[str, int | None]]:
-        """Every document of the alias: a scroll of ids and versions, no sources."""
+    def scan(self) -> Iterator[HeldPage]:
+        """Every document of the alias with its version, a scroll page at a time (in
+        index order). The index is refreshed first, so the scroll, which sees the index
+        as it was when it began, holds every write acknowledged before the walk (a role
+        not allowed to refresh scrolls what the last periodic refresh made visible)."""
+        with contextlib.suppress(NotFoundError, AuthorizationException):
+            self._client.indices.refresh(index=self.alias)
+        dumps = orjson.dumps
+        for hits in self._scroll(SCAN_PAGE, sources=True):
+            yield [(hit["_id"], dumps(hit["_source"]), hit["_version"]) for hit in hits]
+
+    def listing(self) -> Iterator[str]:
+        """Every document of the alias: a scroll of ids, no sources."""
+        for hits in self._scroll(PAGE, sources=False):
+            for hit in hits:
+                yield str(hit["_id"])
+
+    def _scroll(self, size: int, *, sources: bool) -> Iterator[list[dict[str, Any]]]:
+        """The hits of a scroll of the whole alias in index order, page by page (each hit
+        with its ``_id``, ``_version`` and, with ``sources``, ``_source`` only)."""
         try:
             page: dict[str, Any] = self._client.search(
-                index=self.alias, scroll=SCROLL, size=PAGE,
-                body={"query": {"match_all": {}}, "sort": ["_doc"], "_source": False,
+                index=self.alias, scroll=SCROLL, size=size, filter_path=FILTER_PATH,
+                body={"query": {"match_all": {}}, "sort": ["_doc"], "_source": sources,
                       "version": True})
         except NotFoundError:
             return
         scroll_id = page.get("_scroll_id")
         try:
-            while page["hits"]["hits"]:
-                for hit in page["hits"]["hits"]:
-                    yield str(hit["_id"]), int(hit["_version"])
-                page = self._client.scroll(scroll_id=scroll_id, scroll=SCROLL)
+            while hits := page.get("hits", {}).get("hits"):
+                yield hits
+                page = self._client.scroll(scroll_id=scroll_id, scroll=SCROLL,
+                                           filter_path=FILTER_PATH)
                 scroll_id = page.get("_scroll_id")
         finally:
             if scroll_id:

@@ -13,16 +13,22 @@ reported when it still differs and its row did not change between the two reads 
 ``compare``); keys that converge are dropped, and keys that keep changing (hot rows) are
 left for the next run.
 
-Extras: after the last chunk each target lists the ids it holds; an id no row of the
-walk had, whose version is older than the walk's start, is a candidate. After a
-catch-up the candidates still held under such a version are extras.
+A target that is cheaper to read whole (``Target.scan``: a search index) is read page
+by page beside the chunks, about as far as the table has been read, and its records are
+paired with the rows by id whichever comes first (``matching``); a row still unpaired
+after the last page is compared with no record.
+
+Extras: after the last chunk each target lists the ids it holds (a scanned target: the
+records no row was paired with); an id no row of the walk had, whose version is older
+than the walk's start, is a candidate. After a catch-up the candidates still held under
+such a version are extras.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -30,8 +36,9 @@ from typing import Protocol
 from connectors.contract import version_of
 
 from .compare import Difference, Kind, compare_chunk, compare_row, describe_version
-from .source import KeyText, SourceRead
-from .target import Target
+from .matching import Prefetched, RecordMatch
+from .source import KeyText, SourceRead, SourceRow
+from .target import HeldPage, Target
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +52,10 @@ class TargetFindings:
     target: Target
     differences: list[Difference] = field(default_factory=list)
     keys: dict[str, KeyText] = field(default_factory=dict)  # sink id → chunk key (rows)
-    seen: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)  # ids of rows (targets read by id)
+    pages: Iterator[HeldPage] | None = None  # a scanned target's
+    match: RecordMatch | None = None  # ... rows and records not yet paired
+    scanned: int = 0                  # ... records read so far
 
 
 @dataclass
@@ -98,6 +108,24 @@ class TableWalk:
                                                             for t in self.targets])
         self._started = time.monotonic()
         walk_start = findings.walk_start = version_of(self.source.current_lsn(), 0)
+        try:
+            for found in findings.targets:
+                pages = found.target.scan()
+                if pages is not None:
+                    found.pages = Prefetched(pages)
+                    found.match = RecordMatch(missing_is_drift=found.target.missing_is_drift)
+            self._walk(findings)
+        finally:
+            for found in findings.targets:
+                close = getattr(found.pages, "close", None)
+                if close is not None:
+                    close()
+        self._recheck(findings)
+        for found in findings.targets:
+            self._extras(found, walk_start)
+        return findings
+
+    def _walk(self, findings: TableFindings) -> None:
         with ThreadPoolExecutor(max_workers=len(self.targets) + 1,
                                 thread_name_prefix="reconcile") as pool:
             read = self.source.chunk(None, self.chunk_rows)
@@ -108,29 +136,81 @@ class TableWalk:
                     self._pace(findings.rows)
                     ahead = pool.submit(self.source.chunk, read.rows[-1].key_text,
                                         self.chunk_rows)
-                for future in [pool.submit(self._compare, found, read)
+                for future in [pool.submit(self._compare, found, read, findings.rows)
                                for found in findings.targets]:
                     future.result()
                 if not more:
                     break
                 read = ahead.result()
-        self._recheck(findings)
-        for found in findings.targets:
-            self._extras(found, walk_start)
-        return findings
+            for future in [pool.submit(self._unpaired, found) for found in findings.targets
+                           if found.match is not None]:
+                future.result()
 
-    def _compare(self, found: TargetFindings, read: SourceRead) -> None:
+    def _compare(self, found: TargetFindings, read: SourceRead, rows_read: int) -> None:
+        """One chunk against one target: as bytes where the target has them (paired with
+        a scan, or read by id), the ids that differ, and targets without bytes, as
+        records."""
         target = found.target
-        expected = target.expected(read.rows)
-        for row in read.rows:
-            sink_id = target.sink_id(row)
-            if sink_id is not None:
-                found.keys[sink_id] = row.key_text
-        found.seen.update(expected)
-        stored = target.read(list(expected))
-        found.differences += compare_chunk(expected, stored,
-                                           read_version=version_of(read.before_lsn, 0),
-                                           missing_is_drift=target.missing_is_drift)
+        encoded = target.encoded(read.rows)
+        if encoded is None:
+            expected = target.expected(read.rows)
+            found.seen.update(expected)
+            stored = target.read(list(expected))
+            differences = compare_chunk(expected, stored,
+                                        read_version=version_of(read.before_lsn, 0),
+                                        missing_is_drift=target.missing_is_drift)
+            self._note(found, differences, read.rows)
+            return
+        if found.match is not None:
+            self._scan_to(found, rows_read)
+            self._suspects(found, found.match.rows(encoded))
+            return
+        found.seen.update(encoded)
+        held = target.held(list(encoded))
+        lost_is_fine = not target.missing_is_drift
+        self._suspects(found, [row for sink_id, (expected, row) in encoded.items()
+                               if held.get(sink_id) != expected
+                               and not (lost_is_fine and sink_id not in held)])
+
+    def _suspects(self, found: TargetFindings, rows: list[SourceRow]) -> None:
+        """Compare again as records the rows whose bytes differ (read again by id)."""
+        target = found.target
+        for start in range(0, len(rows), self.chunk_rows):
+            some = rows[start:start + self.chunk_rows]
+            expected = target.expected(some)
+            differences = compare_chunk(expected, target.read(list(expected)),
+                                        read_version=0, missing_is_drift=target.missing_is_drift)
+            self._note(found, differences, some)
+
+    def _note(self, found: TargetFindings, differences: list[Difference],
+              rows: Sequence[SourceRow]) -> None:
+        """Add ``differences`` and the chunk keys of their rows. (Whether a difference is
+        settled is decided by the recheck, from fresh reads.)"""
+        if not differences:
+            return
+        found.differences += differences
+        by_id = {found.target.sink_id(row): row.key_text for row in rows}
+        for difference in differences:
+            key = by_id.get(difference.sink_id)
+            if key is not None:
+                found.keys[difference.sink_id] = key
+
+    def _scan_to(self, found: TargetFindings, records: int | None) -> None:
+        """Read a scanned target's pages until ``records`` came (``None``: every one)."""
+        assert found.match is not None
+        while found.pages is not None and (records is None or found.scanned < records):
+            page = next(found.pages, None)
+            if page is None:
+                found.pages = None
+                break
+            found.scanned += len(page)
+            self._suspects(found, found.match.records(page))
+
+    def _unpaired(self, found: TargetFindings) -> None:
+        """After the last chunk: the rest of a scanned target, and its unpaired rows."""
+        assert found.match is not None
+        self._scan_to(found, None)
+        self._suspects(found, found.match.unpaired_rows())
 
     def _recheck(self, findings: TableFindings) -> None:
         """Check every difference again (see the module docstring)."""
@@ -184,9 +264,13 @@ class TableWalk:
         """Ids the sink holds for no row of the walk, older than the walk's start (read
         again after a catch-up, in real time: a search may still list a document deleted
         a moment ago)."""
-        candidates = [sink_id for sink_id, version in found.target.listing()
-                      if sink_id not in found.seen
-                      and (version is None or version < walk_start)]
+        if found.match is not None:  # a scanned target: what no row was paired with
+            held: Iterable[tuple[str, int | None]] = found.match.unpaired_records()
+        else:  # the versions of the ids no row had
+            held = found.target.versions(
+                [i for i in found.target.listing() if i not in found.seen]).items()
+        candidates = [sink_id for sink_id, version in held
+                      if version is None or version < walk_start]
         if not candidates:
             return
         self.catch_up(self.source.current_lsn())  # a delete still in flight is no extra

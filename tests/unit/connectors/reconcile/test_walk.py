@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from connectors.contract import version_of
 from connectors.reconcile.compare import Kind, Record, StoredRecord
 from connectors.reconcile.source import KeyText, SourceRead, SourceRow
+from connectors.reconcile.target import Encoded, HeldPage
 from connectors.reconcile.walk import TableWalk
 
 
@@ -71,8 +74,17 @@ class FakeSink:
     def read_now(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
         return self.read(ids)
 
-    def listing(self) -> Iterator[tuple[str, int | None]]:
-        return iter([(i, r.version) for i, r in self.records.items()])
+    def encoded(self, rows: Sequence[SourceRow]) -> Encoded | None:
+        return None  # compared as records
+
+    def held(self, ids: Sequence[str]) -> dict[str, bytes]:
+        raise AssertionError("a sink without bytes is read as records")
+
+    def scan(self) -> Iterator[HeldPage] | None:
+        return None
+
+    def listing(self) -> Iterator[str]:
+        return iter(list(self.records))
 
     def versions(self, ids: Sequence[str]) -> Mapping[str, int | None]:
         return {i: self.records[i].version for i in ids if i in self.records}
@@ -84,8 +96,45 @@ class FakeSink:
         pass
 
 
-def _synced(n: int) -> tuple[FakeTable, FakeSink]:
-    table, sink = FakeTable({i: "a" for i in range(1, n + 1)}), FakeSink()
+class FakeIndex(FakeSink):
+    """A sink of JSON documents read whole (``scan``), in pages of 2, in the reverse of
+    key order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages_read = 0
+
+
+    def encoded(self, rows: Sequence[SourceRow]) -> Encoded:
+        return {str(r.key["id"]): (orjson.dumps(r.after), r) for r in rows}
+
+    def read(self, ids: Sequence[str]) -> dict[str, StoredRecord]:
+        return super().read(ids)  # suspects are read again by id
+
+    def scan(self) -> Iterator[HeldPage]:
+        held = sorted(self.records.items(), key=lambda item: -int(item[0]))
+        for start in range(0, len(held), 2):
+            self.pages_read += 1
+            yield [(i, orjson.dumps(r.record), r.version) for i, r in held[start:start + 2]]
+
+
+class FakeCache(FakeSink):
+    """A sink of JSON values read by id as bytes (``held``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held_reads = 0
+
+    def encoded(self, rows: Sequence[SourceRow]) -> Encoded:
+        return {str(r.key["id"]): (orjson.dumps(r.after), r) for r in rows}
+
+    def held(self, ids: Sequence[str]) -> dict[str, bytes]:
+        self.held_reads += 1
+        return {i: orjson.dumps(self.records[i].record) for i in ids if i in self.records}
+
+
+def _synced(n: int, sink: FakeSink | None = None) -> tuple[FakeTable, FakeSink]:
+    table, sink = FakeTable({i: "a" for i in range(1, n + 1)}), sink or FakeSink()
     for i in table.rows:
         sink.put(table, i, 10)
     return table, sink
@@ -156,4 +205,48 @@ def test_a_row_filtered_out_after_the_read_is_not_missing() -> None:
 def test_records_newer_than_the_walk_are_not_extras() -> None:
     table, sink = _synced(3)
     sink.records["50"] = StoredRecord({"id": 50}, version_of(10**6, 0))  # inserted meanwhile
+    assert _walk(table, sink).differences == []
+
+
+def test_a_scanned_sink_is_paired_with_the_rows_whatever_its_order() -> None:
+    index = FakeIndex()
+    table, sink = _synced(10, index)
+    assert _walk(table, sink).differences == []
+    assert index.pages_read == 5
+
+
+def test_a_scanned_sink_reports_the_same_drift() -> None:
+    table, sink = _synced(10, FakeIndex())
+    del sink.records["4"]
+    sink.records["7"] = StoredRecord({"id": 7, "s": "edited"}, version_of(10, 0))
+    sink.records["99"] = StoredRecord({"id": 99}, version_of(5, 0))
+    found = [(d.sink_id, d.kind) for _, d in _walk(table, sink).differences]
+    assert found == [("4", Kind.MISSING), ("7", Kind.DIFFERENT), ("99", Kind.EXTRA)]
+
+
+def test_a_scanned_sink_with_changes_in_flight_is_clean() -> None:
+    table, sink = _synced(10, FakeIndex())
+
+    def concurrent_update() -> None:
+        table.write(5, f"v{table.lsn}")
+        sink.put(table, 5, table.lsn)
+
+    table.on_read.append(concurrent_update)
+    assert _walk(table, sink).differences == []
+
+
+def test_a_sink_read_as_bytes_reports_the_same_drift() -> None:
+    cache = FakeCache()
+    table, sink = _synced(10, cache)
+    del sink.records["4"]
+    sink.records["7"] = StoredRecord({"id": 7, "s": "edited"}, version_of(10, 0))
+    sink.records["99"] = StoredRecord({"id": 99}, version_of(5, 0))
+    found = [(d.sink_id, d.kind) for _, d in _walk(table, sink).differences]
+    assert found == [("4", Kind.MISSING), ("7", Kind.DIFFERENT), ("99", Kind.EXTRA)]
+    assert cache.held_reads == 4  # one per chunk of 3
+
+
+def test_bytes_that_differ_for_equal_records_are_no_drift() -> None:
+    table, sink = _synced(4, FakeCache())
+    sink.records["2"] = StoredRecord({"s": "a", "id": 2}, version_of(10, 0))  # other order
     assert _walk(table, sink).differences == []

@@ -1,0 +1,121 @@
+"""Pairing a table's rows with a sink's records when each comes in its own order.
+
+A sink whose records are far cheaper to read all at once than by id (a search index: a
+scroll page costs a fraction of an ``ids`` search of the same documents) is read whole
+while the table is walked: each id is checked as soon as both its row and its record
+have arrived, whichever came first, so only what is out of step waits in memory. Equal
+bytes are equal records; any other pair is a *suspect* the walk compares as records.
+After the last chunk and the last page, a row with no record is a suspect too (unless
+its view filters it out, or records expire), and a record with no row a candidate extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Iterator
+
+from .source import SourceRow
+from .target import Encoded, HeldPage
+
+
+class RecordMatch:
+    """The rows and records of one table and target not yet paired (not thread-safe)."""
+
+    def __init__(self, *, missing_is_drift: bool = True) -> None:
+        self.missing_is_drift = missing_is_drift
+        self._rows: Encoded = {}                                 # rows waiting for a record
+        self._records: dict[str, tuple[bytes, int | None]] = {}  # records waiting for a row
+
+    def rows(self, encoded: Encoded) -> list[SourceRow]:
+        """Add a chunk's rows; the suspects among those whose record came."""
+        suspects: list[SourceRow] = []
+        records, waiting = self._records, self._rows
+        for sink_id, pair in encoded.items():
+            held = records.pop(sink_id, None)
+            if held is None:
+                waiting[sink_id] = pair
+            elif held[0] != pair[0]:
+                suspects.append(pair[1])
+        return suspects
+
+    def records(self, page: HeldPage) -> list[SourceRow]:
+        """Add records the sink holds; the suspects among those whose row came."""
+        suspects: list[SourceRow] = []
+        records, waiting = self._records, self._rows
+        for sink_id, held, version in page:
+            pair = waiting.pop(sink_id, None)
+            if pair is None:
+                records[sink_id] = (held, version)
+            elif held != pair[0]:
+                suspects.append(pair[1])
+        return suspects
+
+    def unpaired_rows(self) -> list[SourceRow]:
+        """Once every record came: the suspects among the rows that have none (forgotten
+        here)."""
+        suspects = [row for encoded, row in self._rows.values()
+                    if encoded is not None and self.missing_is_drift]
+        self._rows.clear()
+        return suspects
+
+    def unpaired_records(self) -> list[tuple[str, int | None]]:
+        """Once every row came: the ids and versions of the records no row has."""
+        return [(sink_id, version) for sink_id, (_, version) in self._records.items()]
+
+
+class Prefetched:
+    """The pages of a scan read by a thread of their own, at most ``ahead`` pages before
+    they are taken, so the sink's time to serve a page is spent while the walk works.
+    ``close()`` stops the thread (and closes the scan in it)."""
+
+    def __init__(self, pages: Iterator[HeldPage], ahead: int = 2) -> None:
+        self._queue: queue.Queue[HeldPage | BaseException | None] = queue.Queue(ahead)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(pages,),
+                                        name="reconcile-scan", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[HeldPage]:
+        return self
+
+    def __next__(self) -> HeldPage:
+        item = self._queue.get()
+        if item is None:
+            self._queue.put(None)  # every later call ends too
+            raise StopIteration
+        if isinstance(item, BaseException):
+            self._queue.put(None)
+            raise item
+        return item
+
+    def close(self) -> None:
+        """Stop reading pages (the scan is closed by its thread)."""
+        self._stop.set()
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self._queue.get(timeout=0.05)  # unblock a put
+        self._thread.join()
+
+    def _read(self, pages: Iterator[HeldPage]) -> None:
+        try:
+            for page in pages:
+                if not self._put(page):
+                    return
+            self._put(None)
+        except BaseException as exc:  # handed to the walk, which raises it
+            self._put(exc)
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+
+    def _put(self, item: HeldPage | BaseException | None) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
