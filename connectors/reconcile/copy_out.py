@@ -9,7 +9,8 @@ held (its lock) for the whole statement, and left idle after it, as psycopg leav
 
 from __future__ import annotations
 
-import select
+import selectors
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -23,22 +24,28 @@ def copy_out(conn: psycopg.Connection[Any], statement: bytes) -> bytes:
     """The data ``statement`` (a ``COPY … TO STDOUT`` with every value inlined) sends,
     as one byte string; a server error is raised as psycopg raises it."""
     pgconn = conn.pgconn
-    with conn.lock:
+    # selectors, not select(): select() cannot wait on a descriptor past 1023
+    with conn.lock, selectors.DefaultSelector() as waiter:
+        waiter.register(pgconn.socket, selectors.EVENT_READ)
+
+        def wait() -> None:
+            waiter.select(WAIT_S)
+
         pgconn.send_query(statement)
         try:
-            started = _next_result(pgconn)
+            started = _next_result(pgconn, wait)
             if started is None or started.status != pq.ExecStatus.COPY_OUT:
                 raise _error(started, "COPY TO STDOUT did not start")
-            data = _copy_data(pgconn)
-            finished = _next_result(pgconn)
+            data = _copy_data(pgconn, wait)
+            finished = _next_result(pgconn, wait)
             if finished is None or finished.status != pq.ExecStatus.COMMAND_OK:
                 raise _error(finished, "COPY TO STDOUT did not complete")
         finally:
-            _drain(pgconn)
+            _drain(pgconn, wait)
     return data
 
 
-def _copy_data(pgconn: pq.abc.PGconn) -> bytes:
+def _copy_data(pgconn: pq.abc.PGconn, wait: Callable[[], None]) -> bytes:
     parts: list[Any] = []
     append, get = parts.append, pgconn.get_copy_data
     while True:
@@ -46,28 +53,24 @@ def _copy_data(pgconn: pq.abc.PGconn) -> bytes:
         if size > 0:
             append(data)
         elif size == 0:
-            _wait_readable(pgconn)
+            wait()
             pgconn.consume_input()
         else:
             return b"".join(parts)
 
 
-def _next_result(pgconn: pq.abc.PGconn) -> pq.abc.PGresult | None:
+def _next_result(pgconn: pq.abc.PGconn, wait: Callable[[], None]) -> pq.abc.PGresult | None:
     """The next result of the running statement (``None``: no more)."""
     pgconn.consume_input()
     while pgconn.is_busy():
-        _wait_readable(pgconn)
+        wait()
         pgconn.consume_input()
     return pgconn.get_result()
 
 
-def _drain(pgconn: pq.abc.PGconn) -> None:
-    while _next_result(pgconn) is not None:
+def _drain(pgconn: pq.abc.PGconn, wait: Callable[[], None]) -> None:
+    while _next_result(pgconn, wait) is not None:
         pass
-
-
-def _wait_readable(pgconn: pq.abc.PGconn) -> None:
-    select.select([pgconn.socket], [], [], WAIT_S)
 
 
 def _error(result: pq.abc.PGresult | None, what: str) -> psycopg.Error:
