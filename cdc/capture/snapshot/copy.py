@@ -1,18 +1,24 @@
 """Reading a table with ``COPY … TO STDOUT`` (text format) in bounded batches: as rows
 of text values (``copy_batches``, the reference) or as chunks of whole raw lines
-(``copy_chunks``, for the native converter of ``snapshot_native``)."""
+(``copy_chunks``, for the native converter of ``snapshot_native``; ``copy_chunks_ahead``
+reads them in a thread of its own, ahead of the caller)."""
 
 from __future__ import annotations
 
+import queue
 import re
-from collections.abc import Iterator
+import selectors
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
 
 BATCH_ROWS = 5_000
 CHUNK_BYTES = 256 << 10  # a chunk handed to the native converter: about this many bytes
+AHEAD_CHUNKS = 4  # chunks ``copy_chunks_ahead`` reads before they are taken
+STOP_CHECK_S = 0.5  # a reader waiting for data looks this often whether to stop
 
 
 def _copy_field(text: str) -> str | None:
@@ -68,3 +74,105 @@ def copy_batches(conn: psycopg.Connection[Any], query: sql.Composable,
                 del batch[:batch_rows]
         if batch:
             yield batch
+
+
+def _read_copy(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
+               put: Callable[[bytes | None], None], stop: threading.Event) -> None:
+    """``copy`` (``COPY … TO STDOUT``) through ``psycopg.pq`` (one C call per row, the socket
+    waited on without the GIL): ``put`` each chunk of whole lines, then ``put(None)``."""
+    with selectors.DefaultSelector() as waiter:  # select() cannot wait past fd 1023
+        _copy_out(conn, copy, chunk_bytes, put, stop, waiter)
+
+
+def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
+              put: Callable[[bytes | None], None], stop: threading.Event,
+              waiter: selectors.BaseSelector) -> None:
+    pgconn = conn.pgconn
+    fd = pgconn.socket
+    waiter.register(fd, selectors.EVENT_WRITE)
+    pgconn.send_query(copy)
+    while pgconn.flush():
+        waiter.select()
+    waiter.modify(fd, selectors.EVENT_READ)
+    while True:
+        pgconn.consume_input()
+        if not pgconn.is_busy():
+            break
+        waiter.select()
+    result = pgconn.get_result()
+    if result is None or result.status != pq.ExecStatus.COPY_OUT:
+        while pgconn.get_result() is not None:
+            pass
+        if result is None:
+            raise psycopg.OperationalError("COPY returned no result")
+        raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    get = pgconn.get_copy_data
+    pending = bytearray()
+    while not stop.is_set():
+        nbytes, data = get(1)
+        if nbytes > 0:
+            pending += data
+            if len(pending) >= chunk_bytes:
+                end = pending.rfind(b"\n") + 1
+                if end:
+                    put(bytes(memoryview(pending)[:end]))
+                    del pending[:end]
+        elif nbytes == 0:
+            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
+            pgconn.consume_input()
+        else:
+            break
+    else:
+        return  # abandoned: the connection is closed, not reused
+    if nbytes == -2:
+        raise psycopg.OperationalError(pgconn.get_error_message())
+    result = pgconn.get_result()
+    while pgconn.get_result() is not None:
+        pass
+    if result is None or result.status != pq.ExecStatus.COMMAND_OK:
+        if result is None:
+            raise psycopg.OperationalError("COPY ended with no result")
+        raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    end = pending.rfind(b"\n") + 1
+    if end:
+        put(bytes(memoryview(pending)[:end]))
+    put(None)
+
+
+def copy_chunks_ahead(conn: psycopg.Connection[Any], query: sql.Composable,
+                      chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """``copy_chunks``, read by a thread of its own up to ``AHEAD_CHUNKS`` ahead: the
+    next chunk arrives while the caller converts and appends this one. ``conn`` is not
+    used by anyone else meanwhile; if the caller stops early, the COPY is abandoned
+    (close the connection)."""
+    ready: queue.Queue[bytes | BaseException | None] = queue.Queue(AHEAD_CHUNKS)
+    stop = threading.Event()
+
+    def put(item: bytes | BaseException | None) -> None:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def run() -> None:
+        try:
+            copy = sql.SQL("COPY ({}) TO STDOUT").format(query).as_bytes(conn)
+            _read_copy(conn, copy, chunk_bytes, put, stop)
+        except BaseException as exc:  # handed to the caller
+            put(exc)
+
+    reader = threading.Thread(target=run, name="snapshot-copy", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        reader.join()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import orjson
 
@@ -66,6 +67,39 @@ class NativeTable:
             return None
         return cls(core, shape, plan)
 
+    def _source(self, commit: CommitInfo) -> tuple[bytes, bytes]:
+        prefix = b',"source":{"db":%s,%s,"lsn":"%s","commit_lsn":"%s","seq":' % (
+            commit.db, self.shape.source_names, commit.commit_lsn_text,
+            commit.commit_lsn_text)
+        return prefix, b"," + commit.tail
+
+    @property
+    def batches(self) -> bool:
+        """True when the native core can make ``NativeRows`` (``rows``)."""
+        return hasattr(self.core, "snapshot_batch")
+
+    def rows(self, chunk: bytes, commit: CommitInfo, first_seq: int,
+             into: NativeRows | None = None) -> NativeRows:
+        """The records of ``chunk``'s rows (as ``records``), for the file log's
+        ``append_encoded``; the rows the native core cannot convert are converted here.
+        ``into``: rows of this table numbered up to ``first_seq``, to add these to (one
+        buffer, one journal part per partition, whatever the chunks); else new ones."""
+        shape = self.shape
+        lsn = commit.commit_lsn
+        source = self._source(commit)
+        if (into is not None and into.table is self and into.lsn == lsn
+                and into.first_seq + len(into) == first_seq):
+            rows, base = into, into.first_seq
+            fallbacks = into.batch.extend(chunk, self.plan, source, first_seq)
+        else:
+            make = cast(_BatchMaker, self.core.snapshot_batch)  # type: ignore[attr-defined]
+            batch, fallbacks = make(chunk, self.plan, lsn, source, first_seq)
+            rows, base = NativeRows(self, shape.topic, lsn, first_seq, batch), first_seq
+        for index, line in fallbacks:
+            event = read_event(shape, copy_row(line), lsn)
+            rows.batch.fill(index, event.key, complete(event, commit, base + index))
+        return rows
+
     def bodies(self, chunk: bytes, lsn: int) -> list[tuple[bytes, bytes]]:
         """``(key, body)`` of each row of ``chunk``, as ``read_event`` gives them."""
         shape = self.shape
@@ -83,16 +117,80 @@ class NativeTable:
         ``(commit_lsn, first_seq + i)``: what ``read_event`` then ``complete`` make."""
         shape = self.shape
         lsn = commit.commit_lsn
-        prefix = b',"source":{"db":%s,%s,"lsn":"%s","commit_lsn":"%s","seq":' % (
-            commit.db, shape.source_names, commit.commit_lsn_text, commit.commit_lsn_text)
         records, fallbacks = self.core.snapshot_records(
-            chunk, self.plan, shape.topic, lsn, (prefix, b"," + commit.tail), first_seq)
+            chunk, self.plan, shape.topic, lsn, self._source(commit), first_seq)
         for index, line in fallbacks:
             seq = first_seq + index
             event = read_event(shape, copy_row(line), lsn)
             records[index] = Record(shape.topic, event.key, complete(event, commit, seq),
                                     Position(lsn, seq))
         return records  # type: ignore[return-value]  # every None was replaced
+
+
+class _Batch(Protocol):
+    """``distributary_native.SnapshotBatch`` (``native/src/python/snapshot.rs``)."""
+
+    def __len__(self) -> int: ...
+
+    def fill(self, index: int, key: bytes, value: bytes) -> None: ...
+
+    def group(self, count: int) -> list[tuple[int, int, int]]: ...
+
+    def extend(self, chunk: bytes, plan: object, source: tuple[bytes, bytes],
+               first_seq: int) -> list[tuple[int, bytes]]: ...
+
+    def encode(self, group: int, first_offset: int, now_ms: int, size: int,
+               last_indexed: int, index_interval: int
+               ) -> tuple[bytes, list[tuple[int, int]], int]: ...
+
+
+_BatchMaker = Callable[[bytes, object, int, tuple[bytes, bytes], int],
+                       tuple[_Batch, list[tuple[int, bytes]]]]
+
+
+class NativePart:
+    """One partition's rows of a ``NativeRows`` (``cdc.log.file.encoded.EncodedPart``)."""
+
+    __slots__ = ("_batch", "_group", "count", "last_position", "partition")
+
+    def __init__(self, batch: _Batch, group: int, partition: int, count: int,
+                 last_position: Position) -> None:
+        self._batch = batch
+        self._group = group
+        self.partition = partition
+        self.count = count
+        self.last_position = last_position
+
+    def encode(self, first_offset: int, now_ms: int, size: int, last_indexed: int,
+               index_interval: int) -> tuple[bytes, list[tuple[int, int]], int]:
+        """The partition's lines, as ``encode_batch`` of their records."""
+        return self._batch.encode(self._group, first_offset, now_ms, size, last_indexed,
+                                  index_interval)
+
+
+class NativeRows:
+    """A chunk's records converted, grouped and encoded in the native core with no
+    ``Record`` per row (``cdc.log.file.encoded.EncodedRows``): the same lines the records
+    of ``NativeTable.records`` make through ``FileProducer.append``."""
+
+    __slots__ = ("batch", "first_seq", "lsn", "table", "topic")
+
+    def __init__(self, table: NativeTable, topic: str, lsn: int, first_seq: int,
+                 batch: _Batch) -> None:
+        self.table = table
+        self.topic = topic
+        self.lsn = lsn
+        self.first_seq = first_seq
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    def parts(self, partitions: int) -> list[NativePart]:
+        """The rows per partition, partitions in order of first appearance."""
+        lsn = self.lsn
+        return [NativePart(self.batch, i, partition, count, Position(lsn, last))
+                for i, (partition, count, last) in enumerate(self.batch.group(partitions))]
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,8 +51,8 @@ from ..lsn import format_lsn
 from ..schema.shapes import ShapeRegistry
 from ..source import session
 from .catalog import CatalogTable, TableCheck, catalog_tables
-from .copy import BATCH_ROWS, copy_batches, copy_chunks
-from .native import CopyChunk, NativeTable
+from .copy import BATCH_ROWS, copy_batches, copy_chunks, copy_chunks_ahead
+from .native import CopyChunk, NativeRows, NativeTable
 from .progress import SnapshotProgress
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,11 @@ class SnapshotOutcome:
 
 
 class _SnapshotWriter:
-    """Numbers the rows of all tables ``(point, seq)`` and appends them in batches; tells
-    ``on_tables_read`` which tables are complete once their rows are durable."""
+    """Numbers the rows of all tables ``(point, seq)`` and appends them in batches of
+    ``BATCH_ROWS`` records; tells ``on_tables_read`` which tables are complete once their
+    rows are durable. With a producer that takes rows encoded natively
+    (``append_encoded``), chunks converted by the native core stay in one native buffer
+    (``NativeRows``) instead of a ``Record`` per row; batches are cut the same."""
 
     def __init__(self, producer: Producer, commit: CommitInfo,
                  on_tables_read: Callable[[list[str]], None] | None,
@@ -87,14 +90,17 @@ class _SnapshotWriter:
         self.seq = 0
         self.truncates = 0
         self._on_tables_read = on_tables_read
-        self._buffer: list[Record] = []
+        # the batch being filled, in order: runs of records, and natively encoded rows
+        self._parts: list[list[Record] | NativeRows] = []
+        self._count = 0  # records in ``_parts``
+        self._append_encoded = getattr(producer, "append_encoded", None)
         self._done: list[str] = []
         self._lock = threading.Lock()
 
     def schema(self, record: Record) -> None:
         """A schema record, appended before the rows that follow it."""
         with self._lock:
-            self._buffer.append(record)
+            self._records([record])
 
     def truncate(self, shape: TableShape) -> None:
         """A truncate event before the table's rows (a snapshot from a new slot over a log
@@ -111,26 +117,64 @@ class _SnapshotWriter:
         lsn = self.commit.commit_lsn
         self._events([read_event(shape, values, lsn) for values in rows])
 
+    @property
+    def encodes(self) -> bool:
+        """True when the producer takes rows grouped and encoded natively."""
+        return self._append_encoded is not None
+
+    def _records(self, records: list[Record]) -> None:
+        last = self._parts[-1] if self._parts else None
+        if isinstance(last, list):
+            last.extend(records)
+        else:
+            self._parts.append(records)
+        self._count += len(records)
+
     def _chunk(self, chunk: CopyChunk) -> None:
         with self._lock:
+            if self._append_encoded is not None and chunk.table.batches:
+                self._encode(chunk.table, chunk.data)
+                return
             records = chunk.table.records(chunk.data, self.commit, self.seq)
             self.seq += len(records)
             rest = records
             while rest:  # appended BATCH_ROWS at a time, as the text rows are
-                room = max(1, BATCH_ROWS - len(self._buffer))
-                self._buffer.extend(rest[:room])
+                room = max(1, BATCH_ROWS - self._count)
+                self._records(rest[:room])
                 rest = rest[room:]
-                if len(self._buffer) >= BATCH_ROWS:
+                if self._count >= BATCH_ROWS:
                     self._flush()
+
+    def _encode(self, table: NativeTable, data: bytes) -> None:
+        """``data``'s rows encoded natively, cut into batches exactly where the records
+        path cuts them (a chunk may end one batch and start the next)."""
+        lines = data.count(b"\n")  # every COPY line ends with one (``copy_chunks``)
+        while lines:
+            room = max(1, BATCH_ROWS - self._count)
+            if lines > room:
+                end = _after_lines(data, room)
+                head, data, taken = data[:end], data[end:], room
+            else:
+                head, taken = data, lines
+            last = self._parts[-1] if self._parts else None
+            into = last if isinstance(last, NativeRows) else None
+            rows = table.rows(head, self.commit, self.seq, into)
+            if rows is not into:
+                self._parts.append(rows)
+            self.seq += taken
+            self._count += taken
+            lines -= taken
+            if self._count >= BATCH_ROWS:
+                self._flush()
 
     def _events(self, events: Sequence[Any]) -> None:
         with self._lock:
             seq = self.seq
-            self._buffer.extend(Record(e.topic, e.key, complete(e, self.commit, seq + i),
-                                       Position(self.commit.commit_lsn, seq + i))
-                                for i, e in enumerate(events))
+            self._records([Record(e.topic, e.key, complete(e, self.commit, seq + i),
+                                  Position(self.commit.commit_lsn, seq + i))
+                           for i, e in enumerate(events)])
             self.seq = seq + len(events)
-            if len(self._buffer) >= BATCH_ROWS:
+            if self._count >= BATCH_ROWS:
                 self._flush()
 
     def table_done(self, table: str) -> None:
@@ -151,13 +195,26 @@ class _SnapshotWriter:
             self._flush()
 
     def _flush(self) -> None:
-        if self._buffer:
-            self.producer.append(self._buffer)  # durable when it returns
-            self._buffer = []
+        parts, self._parts, self._count = self._parts, [], 0
+        if parts:
+            if len(parts) == 1 and isinstance(parts[0], list):
+                self.producer.append(parts[0])  # durable when it returns
+            else:
+                assert self._append_encoded is not None  # NativeRows only then
+                self._append_encoded(parts)  # durable when it returns
             crash_point("snapshot_batch")
         if self._done and self._on_tables_read is not None:
             self._on_tables_read(self._done)
         self._done = []
+
+
+def _after_lines(data: bytes, count: int) -> int:
+    """Where the first ``count`` lines of ``data`` end (after the newline of the last)."""
+    find = data.find
+    at = -1
+    for _ in range(count):
+        at = find(b"\n", at + 1)
+    return at + 1
 
 
 @dataclass
@@ -244,7 +301,10 @@ def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTa
             sql.Identifier(schema, table))
         native = NativeTable.of(shape)
         if native is not None:
-            for data in copy_chunks(conn, query):
+            # the next chunk is read while this one is converted and appended
+            chunks = (copy_chunks_ahead(conn, query) if reading.writer.encodes
+                      else copy_chunks(conn, query))
+            for data in chunks:
                 reading.writer.rows(shape, CopyChunk(native, data))
                 reading.progress.advance(name, data.count(b"\n"))
         else:

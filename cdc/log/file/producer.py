@@ -14,7 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
@@ -26,6 +26,7 @@ from ..partitioner import partition_for
 from ..records import NO_POSITION, Position, Record, TopicPartition
 from .checkpoint import Checkpointer
 from .compaction import compact_partition
+from .encoded import EncodedPart, EncodedRows
 from .journal import Journal
 from .journal_replay import replay_journal
 from .names import migrate_case_dirs
@@ -146,31 +147,59 @@ class FileProducer:
                 batch.append(record)
         return batches
 
-    def _write(self, batches: dict[tuple[str, int], list[Record]]) -> None:
+    def _write(self, batches: Mapping[tuple[str, int],
+                                      list[Record] | list[list[Record] | EncodedPart]]
+               ) -> None:
+        """Write each partition's records (or its pieces, in order: runs of records and
+        ``EncodedPart``s of ``append_encoded``), then make the batch durable."""
         now_ms = int(time.time() * 1000)
-        checkpoints = self._checkpoints
-        parts = []
-        written = []
+        journaled = self._checkpoints is not None
+        parts: list[tuple[bytes, int, int, bytes]] = []
+        written: list[PartitionWriter] = []
         # a TopicPartition hashes and compares like its plain tuple: look up with either
         writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
-        topic_bytes = self._topic_bytes
         for i, (key, batch) in enumerate(batches.items()):
             if i:
                 crash_point("mid_append")
             writer = writers.get(key) or self.writer(TopicPartition(*key))
-            first, data = writer.write(batch, now_ms)
-            if checkpoints is not None:
-                topic, partition = key
-                name = topic_bytes.get(topic)
-                if name is None:
-                    name = topic_bytes[topic] = topic.encode()
-                parts.append((name, partition, first, data))
+            if batch and not isinstance(batch[0], Record):
+                first, data = self._write_pieces(writer, batch, now_ms)
+            else:
+                first, data = writer.write(cast("list[Record]", batch), now_ms)
+            if journaled:
+                parts.append((self._topic_name(key[0]), key[1], first, data))
                 written.append(writer)
+        self._made_durable(parts, written, batches)
+
+    @staticmethod
+    def _write_pieces(writer: PartitionWriter, pieces: list[list[Record] | EncodedPart],
+                      now_ms: int) -> tuple[int, bytes]:
+        first = -1
+        datas = []
+        for piece in pieces:
+            at, data = (writer.write(piece, now_ms) if isinstance(piece, list)
+                        else writer.write_encoded(piece, now_ms))
+            first = at if first < 0 else first
+            datas.append(data)
+        return first, datas[0] if len(datas) == 1 else b"".join(datas)
+
+    def _topic_name(self, topic: str) -> bytes:
+        """``topic`` in UTF-8 as journal parts name it (kept: asked once per partition)."""
+        name = self._topic_bytes.get(topic)
+        if name is None:
+            name = self._topic_bytes[topic] = topic.encode()
+        return name
+
+    def _made_durable(self, parts: list[tuple[bytes, int, int, bytes]],
+                      written: list[PartitionWriter], keys: Iterable[tuple[str, int]]) -> None:
+        """After a batch's lines went to their segments: the journal (the whole batch
+        durable in one fdatasync), the consumers' doorbells, then housekeeping."""
+        checkpoints = self._checkpoints
         if checkpoints is not None and parts:
-            checkpoints.journal.write(parts)  # the whole batch durable in one fdatasync
+            checkpoints.journal.write(parts)
             checkpoints.wrote(written)
         bells = cast("dict[tuple[str, int], str]", self._bells)
-        for key in batches:  # durable now: wake the consumers of these partitions only
+        for key in keys:  # durable now: wake the consumers of these partitions only
             ring_path(bells[key])
         if checkpoints is not None:
             checkpoints.maybe_start()
@@ -178,6 +207,22 @@ class FileProducer:
             self.enforce_retention(max_partitions=RETENTION_SLICE)
         if time.monotonic() >= self._next_compaction:
             self.compact()
+
+    def append_encoded(self, parts: Sequence[list[Record] | EncodedRows]) -> None:
+        """Append ``parts`` in order as one batch, durable on return (one journal
+        fdatasync): runs of records, and rows grouped and encoded by their own code
+        (``EncodedRows``), which become the lines ``append`` would write for the records
+        they stand for. Each partition gets its rows in order, and one journal part."""
+        groups: dict[tuple[str, int], list[list[Record] | EncodedPart]] = {}
+        for part in parts:
+            if isinstance(part, list):
+                for key, batch in self._group(part).items():
+                    groups.setdefault(key, []).append(batch)
+            else:
+                topic = part.topic
+                for piece in part.parts(self._partition_count(topic)):
+                    groups.setdefault((topic, piece.partition), []).append(piece)
+        self._write(groups)
 
     def end_offset(self, tp: TopicPartition) -> int:
         """The next offset of a partition as this producer knows it."""

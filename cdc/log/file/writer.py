@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..records import NO_POSITION, Position, Record
 from .codec import decode_record, encode_batch
+from .encoded import EncodedPart
 from .handles import HandlePool
 from .segments import (
     INDEX_ENTRY,
@@ -185,24 +186,43 @@ class PartitionWriter:
               sync: bool = False) -> tuple[int, bytes]:
         """Write ``records`` after the last one (into the page cache unless ``sync``);
         returns the first offset written and the bytes (the journal's copy)."""
+        first = self._next_first()
+        data, entries, self._last_indexed = encode_batch(
+            records, first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
+        last = records[-1].position if records else NO_POSITION
+        return self._put(first, data, entries, len(records), last, sync=sync)
+
+    def write_encoded(self, part: EncodedPart, now_ms: int) -> tuple[int, bytes]:
+        """As ``write`` (into the page cache) of the records ``part`` stands for, their
+        lines encoded by ``part`` itself (``FileProducer.append_encoded``)."""
+        first = self._next_first()
+        data, entries, self._last_indexed = part.encode(
+            first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
+        return self._put(first, data, entries, part.count, part.last_position, sync=False)
+
+    def _next_first(self) -> int:
+        """The offset of the next record, a new segment started first when it is due."""
         if self._size >= self.segment_bytes or (
                 self._size and (time.time() - self._opened_at) * 1000 >= self.segment_ms):
             self._finish_segment()
             self._start_segment(self.next_offset)
-        first = self.next_offset
-        data, entries, self._last_indexed = encode_batch(
-            records, first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
-        index_entries = [INDEX_ENTRY.pack(offset, at) for offset, at in entries]
+        return self.next_offset
+
+    def _put(self, first: int, data: bytes, entries: list[tuple[int, int]], count: int,
+             last: Position, *, sync: bool) -> tuple[int, bytes]:
+        """Write the encoded lines of ``count`` records from ``first`` (the last at source
+        position ``last``) and their index entries."""
+        index_entries = b"".join(INDEX_ENTRY.pack(offset, at) for offset, at in entries)
         if self.journaled:  # open, write, close: no file stays open, no pool to consult
             _append_once(self.segment_path, data)
             if index_entries:
-                _append_once(self._index_path, b"".join(index_entries), create=True)
+                _append_once(self._index_path, index_entries, create=True)
         else:
-            self._write_pooled(data, b"".join(index_entries), sync=sync)
+            self._write_pooled(data, index_entries, sync=sync)
         self._size += len(data)
-        self.next_offset = first + len(records)
-        if records and records[-1].position != NO_POSITION:
-            self.last_position = max(self.last_position, records[-1].position)
+        self.next_offset = first + count
+        if count and last != NO_POSITION:
+            self.last_position = max(self.last_position, last)
         return first, data
 
     def _write_pooled(self, data: bytes, index_entries: bytes, *, sync: bool) -> None:

@@ -27,6 +27,8 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(snapshot::snapshot_rows, module)?)?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_records, module)?)?;
     module.add_class::<snapshot::SnapshotPlan>()?;
+    module.add_function(wrap_pyfunction!(snapshot::snapshot_batch, module)?)?;
+    module.add_class::<snapshot::SnapshotBatch>()?;
     module.add_function(wrap_pyfunction!(dml::dml_event, module)?)?;
     module.add_function(wrap_pyfunction!(dml::dml_record, module)?)?;
     module.add_function(wrap_pyfunction!(spool::spool_frame, module)?)?;

@@ -1,13 +1,17 @@
 //! `snapshot_rows`: a chunk of `COPY … TO STDOUT` text rows → their events, in one call
 //! (see `crate::snapshot`; the Python side is `cdc/capture/snapshot_native.py`).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
+use pyo3::sync::{MutexExt, PyOnceLock};
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
 
+use super::ints::number;
 use super::named_tuple::NamedTupleType;
 use super::untrack::is_tracked;
+use crate::snapshot::batch::{Batch, Encoded, Group};
 use crate::snapshot::{convert_chunk, Plan, Row, Source};
 
 /// A table's conversion plan: built once per table and schema version.
@@ -166,4 +170,190 @@ pub(super) fn int(py: Python<'_>, value: u64) -> Bound<'_, PyAny> {
     value
         .into_pyobject(py)
         .map_or_else(|e| match e {}, Bound::into_any)
+}
+
+/// A chunk's rows converted for the log with no Python object per row
+/// (`crate::snapshot::batch`): filled in by Python where it converts a row, then grouped
+/// by partition and encoded as each partition's lines, byte for byte what `Record`s of
+/// the same events through the producer's grouping and `encode_batch` become.
+#[pyclass(frozen, module = "distributary_native")]
+pub struct SnapshotBatch {
+    state: Mutex<BatchState>,
+}
+
+struct BatchState {
+    batch: Batch,
+    groups: Vec<Group>,
+    encoded: Encoded,
+}
+
+impl SnapshotBatch {
+    /// The state, from a thread detached from Python.
+    fn state(&self) -> PyResult<MutexGuard<'_, BatchState>> {
+        self.state.lock().map_err(|_| poisoned())
+    }
+
+    /// The state, from a thread attached to Python: detaches while it waits, so a thread
+    /// holding the lock can attach again (no deadlock on the GIL).
+    fn state_attached(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, BatchState>> {
+        self.state.lock_py_attached(py).map_err(|_| poisoned())
+    }
+}
+
+fn poisoned() -> PyErr {
+    PyRuntimeError::new_err("a snapshot batch failed earlier")
+}
+
+/// The rows of `chunk` (whole COPY text lines) of a table with `plan`, numbered from
+/// `first_seq` at commit position `lsn`, each event ending with `source` `(prefix,
+/// suffix)` around its sequence number: returns the batch and, for each row Python must
+/// convert (then `fill`), `(index, raw line)`. The work runs without the GIL.
+#[pyfunction]
+#[pyo3(signature = (chunk, plan, lsn, source, first_seq))]
+pub fn snapshot_batch<'py>(
+    py: Python<'py>,
+    chunk: &Bound<'py, PyBytes>,
+    plan: &Bound<'py, SnapshotPlan>,
+    lsn: u64,
+    source: (Vec<u8>, Vec<u8>),
+    first_seq: u64,
+) -> PyResult<(SnapshotBatch, Bound<'py, PyList>)> {
+    let data = chunk.as_bytes();
+    let plan = &plan.get().plan;
+    let (batch, lines) = py.detach(|| {
+        let source = Source {
+            prefix: &source.0,
+            suffix: &source.1,
+            first_seq,
+        };
+        Batch::convert(data, plan, &source, lsn)
+    });
+    let fallbacks = PyList::empty(py);
+    for (index, range) in lines {
+        fallbacks.append((index, PyBytes::new(py, &data[range])))?;
+    }
+    let state = BatchState {
+        batch,
+        groups: Vec::new(),
+        encoded: Encoded::default(),
+    };
+    Ok((
+        SnapshotBatch {
+            state: Mutex::new(state),
+        },
+        fallbacks,
+    ))
+}
+
+#[pymethods]
+impl SnapshotBatch {
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.state_attached(py)?.batch.len())
+    }
+
+    /// Convert one more chunk of the same table into this batch, its rows numbered on
+    /// from the batch's last (`first_seq` must be the next number): returns
+    /// `snapshot_batch`'s fallbacks, indexes counting every row of the batch.
+    #[pyo3(signature = (chunk, plan, source, first_seq))]
+    fn extend<'py>(
+        &self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyBytes>,
+        plan: &Bound<'py, SnapshotPlan>,
+        source: (Vec<u8>, Vec<u8>),
+        first_seq: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let data = chunk.as_bytes();
+        let plan = &plan.get().plan;
+        let lines = py.detach(|| {
+            let source = Source {
+                prefix: &source.0,
+                suffix: &source.1,
+                first_seq,
+            };
+            let mut state = self.state()?;
+            state.groups.clear();
+            state
+                .batch
+                .extend(data, plan, &source)
+                .map_err(PyValueError::new_err)
+        })?;
+        let fallbacks = PyList::empty(py);
+        for (index, range) in lines {
+            fallbacks.append((index, PyBytes::new(py, &data[range])))?;
+        }
+        Ok(fallbacks)
+    }
+
+    /// The key and event of row `index`, which Python converted.
+    fn fill(&self, py: Python<'_>, index: usize, key: &[u8], value: &[u8]) -> PyResult<()> {
+        self.state_attached(py)?
+            .batch
+            .fill(index, key, value)
+            .map_err(PyValueError::new_err)
+    }
+
+    /// Group the rows for a topic of `count` partitions: `(partition, rows, last seq)` of
+    /// each partition, in order of first appearance (`encode` takes the group's index).
+    fn group(&self, py: Python<'_>, count: u32) -> PyResult<Vec<(u32, usize, u64)>> {
+        py.detach(|| {
+            let mut state = self.state()?;
+            let groups = state.batch.group(count).map_err(PyValueError::new_err)?;
+            let out = groups
+                .iter()
+                .map(|g| {
+                    let last = g.rows.last().map_or(0, |&i| state.batch.seq(i));
+                    (g.partition, g.rows.len(), last)
+                })
+                .collect();
+            state.groups = groups;
+            Ok(out)
+        })
+    }
+
+    /// The lines of group `group`'s rows from `first_offset`, the first at byte `size`
+    /// of the segment: `(lines, index entries, last indexed)`, as `encode_batch`.
+    #[pyo3(signature = (group, first_offset, now_ms, size, last_indexed, index_interval))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode<'py>(
+        &self,
+        py: Python<'py>,
+        group: usize,
+        first_offset: u64,
+        now_ms: &Bound<'py, PyAny>,
+        size: i64,
+        last_indexed: i64,
+        index_interval: i64,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>, i64)> {
+        let now_ms = number(now_ms)?;
+        let mut state = self.state_attached(py)?;
+        let state = &mut *state;
+        let rows = &state
+            .groups
+            .get(group)
+            .ok_or_else(|| PyValueError::new_err(format!("no group {group}")))?
+            .rows;
+        let (batch, encoded) = (&state.batch, &mut state.encoded);
+        py.detach(|| {
+            batch.encode(
+                rows,
+                first_offset,
+                &now_ms,
+                size,
+                last_indexed,
+                index_interval,
+                encoded,
+            )
+        })
+        .map_err(PyOverflowError::new_err)?;
+        let entries = PyList::empty(py);
+        for entry in &encoded.entries {
+            entries.append(*entry)?;
+        }
+        Ok((
+            PyBytes::new(py, &encoded.data),
+            entries,
+            encoded.last_indexed,
+        ))
+    }
 }

@@ -6,6 +6,7 @@
 //! here does not handle, bytes that are not UTF-8, a field count that is not the
 //! table's) is handed back as its raw line: Python builds that event.
 
+pub mod batch;
 pub mod json;
 pub mod json_value;
 pub mod values;
@@ -94,13 +95,15 @@ pub struct Source<'a> {
 
 /// Buffers reused from row to row.
 #[derive(Default)]
-struct Scratch {
+pub(crate) struct Scratch {
     /// The row's `after` object.
     after: Vec<u8>,
     /// Where each column's value is in `after`.
     spans: Vec<std::ops::Range<usize>>,
     /// A value with its COPY escapes undone.
     text: Vec<u8>,
+    /// The key and event of the row (`convert_line`).
+    out: Vec<u8>,
 }
 
 /// The rows of `chunk` (COPY text lines, each ending with `\n`; a last line without one
@@ -126,8 +129,31 @@ fn convert_line(
     source: Option<(&Source<'_>, u64)>,
     scratch: &mut Scratch,
 ) -> Option<Row> {
+    let mut out = std::mem::take(&mut scratch.out);
+    out.clear();
+    let row =
+        convert_line_into(line, plan, source, scratch, &mut out).map(|(key, value)| Row::Event {
+            key: out[key].to_vec(),
+            value: out[value].to_vec(),
+        });
+    scratch.out = out;
+    row
+}
+
+/// Append the row's key JSON, then its event (as `convert_line` makes them), to `out`;
+/// returns where each is in `out`. None (with `out` as it was) when Python must convert
+/// the row.
+pub(crate) fn convert_line_into(
+    line: &[u8],
+    plan: &Plan,
+    source: Option<(&Source<'_>, u64)>,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Option<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     std::str::from_utf8(line).ok()?;
-    let Scratch { after, spans, text } = scratch;
+    let Scratch {
+        after, spans, text, ..
+    } = scratch;
     after.clear();
     spans.clear();
     after.push(b'{');
@@ -154,39 +180,34 @@ fn convert_line(
         return None;
     }
     after.push(b'}');
-    let key_len: usize = plan
-        .key_indexes
-        .iter()
-        .map(|&i| plan.names[i].len() + spans[i].len() + 1)
-        .sum();
-    let mut key = Vec::with_capacity(key_len + 2);
-    key.push(b'{');
+    let source_len = source.map_or(1, |(s, _)| s.prefix.len() + s.suffix.len() + 20);
+    out.reserve(2 * (after.len() + 2) + plan.head.len() + plan.tail.len() + source_len + 24);
+    let key_start = out.len();
+    out.push(b'{');
     for (i, &index) in plan.key_indexes.iter().enumerate() {
         if i > 0 {
-            key.push(b',');
+            out.push(b',');
         }
-        key.extend_from_slice(&plan.names[index]);
-        key.extend_from_slice(&after[spans[index].clone()]);
+        out.extend_from_slice(&plan.names[index]);
+        out.extend_from_slice(&after[spans[index].clone()]);
     }
-    key.push(b'}');
-    let source_len = source.map_or(1, |(s, _)| s.prefix.len() + s.suffix.len() + 20);
-    let mut value = Vec::with_capacity(
-        plan.head.len() + key.len() + after.len() + plan.tail.len() + source_len + 24,
-    );
-    value.extend_from_slice(&plan.head);
-    value.extend_from_slice(&key);
-    value.extend_from_slice(b",\"before\":null,\"after\":");
-    value.extend_from_slice(after);
-    value.extend_from_slice(&plan.tail);
+    out.push(b'}');
+    let key = key_start..out.len();
+    out.extend_from_slice(&plan.head);
+    out.extend_from_within(key.clone());
+    out.extend_from_slice(b",\"before\":null,\"after\":");
+    out.extend_from_slice(after);
+    out.extend_from_slice(&plan.tail);
     match source {
         Some((source, seq)) => {
-            value.extend_from_slice(source.prefix);
-            json::push_u64(&mut value, seq);
-            value.extend_from_slice(source.suffix);
+            out.extend_from_slice(source.prefix);
+            json::push_u64(out, seq);
+            out.extend_from_slice(source.suffix);
         }
-        None => value.push(b'}'),
+        None => out.push(b'}'),
     }
-    Some(Row::Event { key, value })
+    let value_start = key.end;
+    Some((key, value_start..out.len()))
 }
 
 /// COPY's text escapes, as `snapshot_copy._copy_field`: `\b \f \n \r \t \v` are those
