@@ -256,7 +256,9 @@ class Capture:
         except psycopg.errors.InsufficientPrivilege:
             log.warning("heartbeats disabled: this role may not call pg_logical_emit_message "
                         "(GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, "
-                        "text) TO <role>)", extra={"slot": self.config.source.slot})
+                        "text) TO <role>; from PostgreSQL 17 on the function has a fourth "
+                        "argument: (boolean, text, text, boolean))",
+                        extra={"slot": self.config.source.slot})
             return False
         return True
 

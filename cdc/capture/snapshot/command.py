@@ -122,8 +122,8 @@ def emit_request(conn: psycopg.Connection[Any], content: dict[str, Any]) -> str:
                            (MESSAGE_PREFIX, orjson.dumps(content).decode())).fetchone()
     except psycopg.errors.InsufficientPrivilege:
         raise SourceError("this role may not call pg_logical_emit_message; GRANT EXECUTE ON "
-                          "FUNCTION pg_logical_emit_message(boolean, text, text) TO <role>"
-                          ) from None
+                          "FUNCTION pg_logical_emit_message(boolean, text, text) TO <role> "
+                          "(from PostgreSQL 17 on: (boolean, text, text, boolean))") from None
     assert row is not None
     lsn = row[0]
     return lsn if isinstance(lsn, str) else format_lsn(int(lsn))

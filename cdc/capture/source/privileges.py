@@ -55,15 +55,28 @@ def privilege_findings(conn: psycopg.Connection[Any], config: PipelineConfig) ->
     findings += _publication(conn, config, role, database, superuser)
     findings += _table_access(conn, config, role)
     if config.source.heartbeat_interval is not None and not superuser:
-        allowed = conn.execute("SELECT has_function_privilege(%s, 'EXECUTE')",
-                               (EMIT_MESSAGE,)).fetchone()
-        if allowed is None or not allowed[0]:
+        signature, allowed = _emit_message_privilege(conn)
+        if not allowed:
             findings.append(Finding(
                 "warn", "heartbeat", f"role {role} may not call pg_logical_emit_message: "
                 "heartbeats are off, an idle slot advances only with keepalives",
-                f"GRANT EXECUTE ON FUNCTION {EMIT_MESSAGE} TO {_quoted(conn, role)}; "
+                f"GRANT EXECUTE ON FUNCTION {signature} TO {_quoted(conn, role)}; "
                 "-- or set source.heartbeat_interval: null"))
     return findings
+
+
+def _emit_message_privilege(conn: psycopg.Connection[Any]) -> tuple[str, bool]:
+    """The text form of ``pg_logical_emit_message`` as this server declares it (three
+    arguments before PostgreSQL 17, a fourth, ``flush``, from 17 on) and whether the
+    current role may execute it."""
+    row = conn.execute(
+        "SELECT p.oid::regprocedure::text, has_function_privilege(p.oid, 'EXECUTE') "
+        "FROM pg_proc p WHERE p.proname = 'pg_logical_emit_message' "
+        "AND p.pronamespace = 'pg_catalog'::regnamespace "
+        "AND p.proargtypes[2] = 'text'::regtype ORDER BY p.pronargs LIMIT 1").fetchone()
+    if row is None:
+        return EMIT_MESSAGE, False
+    return str(row[0]), bool(row[1])
 
 
 def _wanted_tables(conn: psycopg.Connection[Any], config: PipelineConfig) -> list[tuple[str, str]]:
