@@ -84,11 +84,13 @@ bench-tables: setup
 
 bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-rebuild bench-snapshot bench-tables
 
-# The pgoutput decoder fuzzed for FUZZ_SECONDS (atheris), then the whole pipeline under
+# The pgoutput decoder, then the native core's entry points against their Python
+# reference, fuzzed for FUZZ_SECONDS in all (atheris; half each), then the whole pipeline under
 # faults (python -m chaos; CHAOS_ARGS="--short" for the quick version). Needs root for the
 # log's tmpfs. BACKEND=kafka runs it with the Kafka log (a local Kafka is started).
 chaos: setup
-	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$(FUZZ_SECONDS)
+	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
+	$(BIN)/python -m chaos.fuzz_native -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
 	$(BIN)/python -m chaos --backend $(BACKEND) $(CHAOS_ARGS)
 
 clean:

@@ -199,8 +199,14 @@ def _cleanup(opensearch_url: str, redis_url: str, name: str) -> None:
     search.indices.delete(index=f"{name}*", expand_wildcards="all", ignore_unavailable=True)
     search.close()
     cache = redis.Redis.from_url(redis_url)
+    batch: list[Any] = []
     for key in cache.scan_iter(match=f"*{name}:*", count=PAGE):
-        cache.delete(key)
+        batch.append(key)
+        if len(batch) == PAGE:  # one UNLINK a page, not a round trip a key
+            cache.unlink(*batch)
+            batch = []
+    if batch:
+        cache.unlink(*batch)
     cache.close()
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import struct
 import sys
-import time
 
 from cdc.errors import DecodeError
+
+from .fuzz_fallback import fuzz, hypothesis_rounds
 
 RELATION_OID = 16385
 XID = 731
@@ -58,41 +59,14 @@ def fuzz_with_atheris(argv: list[str]) -> None:
 
 
 def fuzz_with_hypothesis(seconds: float) -> int:
-    """The same property under hypothesis, in rounds, until ``seconds`` have passed; the
-    number of examples run (a failure raises with the shrunk input)."""
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
-    examples = 0
-
-    @settings(max_examples=2_000, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(st.binary(max_size=300))
-    def run(data: bytes) -> None:
-        nonlocal examples
-        examples += 1
-        decode_one(data)
-
-    stop_at = time.monotonic() + seconds
-    while time.monotonic() < stop_at:
-        run()
-    return examples
+    """The same targets under hypothesis until ``seconds`` have passed; the number of
+    examples run (a failure raises with the shrunk input)."""
+    return hypothesis_rounds(decode_one, seconds, max_examples=2_000, max_size=300)
 
 
 def main(argv: list[str]) -> int:
     """atheris when installed; otherwise hypothesis for ``-max_total_time`` seconds."""
-    try:
-        import atheris  # noqa: F401
-    except ImportError:
-        seconds = next((float(a.split("=", 1)[1]) for a in argv
-                        if a.startswith("-max_total_time=")), 60.0)
-        print(f"atheris is not installed for Python {sys.version.split()[0]}: fuzzing with "
-              f"hypothesis for {seconds:g} s instead", file=sys.stderr)
-        examples = fuzz_with_hypothesis(seconds)
-        print(f"fuzz_pgoutput: examples={examples} crashes=0")
-        return 0
-    fuzz_with_atheris(argv)
-    return 0
+    return fuzz("fuzz_pgoutput", argv, fuzz_with_atheris, fuzz_with_hypothesis)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from .schema.ddl import ddl_trigger_findings
 from .schema.topics import topic_findings
 from .source.privileges import privilege_findings
 from .source.publication import catalog_tables
+from .source.publication_checks import publication_filter_findings
 from .source.slot import FAILOVER_MIN_VERSION, read_slot, slot_failover, slot_two_phase
 from .source.standby_checks import standby_findings
 from .source.table_selection import TableSelection, quote_name
@@ -29,7 +30,9 @@ def diagnose(config: PipelineConfig) -> list[Finding]:
     """Run every check against the configured database."""
     with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
         return [*_wal_level(conn), *_selection(conn, config),
-                *privilege_findings(conn, config), *_replica_identity(conn, config),
+                *privilege_findings(conn, config),
+                *publication_filter_findings(conn, config.source),
+                *_replica_identity(conn, config),
                 *_slot(conn, config), *failover_findings(conn, config),
                 *standby_findings(conn, config.source),
                 *ddl_trigger_findings(conn),

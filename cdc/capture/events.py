@@ -1,6 +1,6 @@
 """Change events from decoded pgoutput rows (ARCHITECTURE.md, "The event").
 
-An event is encoded in two steps so the hot path serialises each row once: the *body*
+An event is encoded in two steps, so each row is serialised once: the *body*
 (``op``, ``key``, ``before``, ``after``, ``unchanged``, ``schema_version``) when the row
 arrives, and the ``source`` block spliced in when the commit position is known (at once
 for a normal transaction, at Stream Commit for a streamed one).
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import orjson
 
@@ -77,6 +78,7 @@ def _fallback(shape: TableShape, index: int, text: str, lsn: int,
 
 def _decode(shape: TableShape, index: int, text: str, lsn: int,
             unparsed: list[str]) -> JSONValue:
+    """A value in text format through its column's codec."""
     try:
         return shape.codecs[index](text)
     except Exception as exc:  # one value never stops the capture
@@ -85,42 +87,54 @@ def _decode(shape: TableShape, index: int, text: str, lsn: int,
 
 def _decode_row(shape: TableShape, values: Sequence[TupleValue], lsn: int,
                 unparsed: list[str]) -> tuple[Row, list[str]]:
+    """The row's values by column name (an unchanged TOAST value is left out), and the
+    names of the unchanged ones."""
     row: Row = {}
     unchanged: list[str] = []
-    for index, (name, codec, value) in enumerate(zip(shape.columns, shape.codecs, values,
-                                                     strict=False)):
+    for index, (name, value) in enumerate(zip(shape.columns, values, strict=False)):
         if value is None:
             row[name] = None
         elif value is UNCHANGED_TOAST:
             unchanged.append(name)
         elif isinstance(value, str):
-            try:
-                row[name] = codec(value)
-            except Exception as exc:  # one value never stops the capture
-                row[name] = _fallback(shape, index, value, lsn, unparsed, exc)
+            row[name] = _decode(shape, index, value, lsn, unparsed)
         else:  # binary format is never requested
             row[name] = value.hex()
     return row, unchanged
 
 
-def _key(shape: TableShape, values: Sequence[TupleValue], lsn: int,
-         unparsed: list[str]) -> Row:
+def _is_text(values: Sequence[TupleValue], index: int) -> bool:
+    return index < len(values) and isinstance(values[index], str)
+
+
+def _key_of(shape: TableShape, values: Sequence[TupleValue], row: Row) -> Row:
+    """The key of a row ``_decode_row`` decoded: a key value not sent as text (NULL,
+    unchanged TOAST, binary, missing) is null."""
+    names = shape.columns
+    return {names[i]: row[names[i]] if _is_text(values, i) else None
+            for i in shape.key_indexes}
+
+
+def _decode_key(shape: TableShape, values: Sequence[TupleValue], lsn: int,
+                unparsed: list[str]) -> Row:
+    """The key of a row whose other values are not wanted (an old key tuple)."""
     key: Row = {}
     for i in shape.key_indexes:
         value = values[i] if i < len(values) else None
-        name = shape.columns[i]
-        key[name] = _decode(shape, i, value, lsn, unparsed) if isinstance(value, str) else None
+        key[shape.columns[i]] = (_decode(shape, i, value, lsn, unparsed)
+                                 if isinstance(value, str) else None)
     return key
 
 
 def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: list[str],
           version: int, unparsed: list[str]) -> bytes:
-    if unparsed:  # only when a value is kept as text: the common event stays as it was
-        return orjson.dumps({"op": op, "key": key, "before": before, "after": after,
-                             "unchanged": unchanged, "unparsed": unparsed,
-                             "schema_version": version})
-    return orjson.dumps({"op": op, "key": key, "before": before, "after": after,
-                         "unchanged": unchanged, "schema_version": version})
+    """The event body; ``unparsed`` only when a value is kept as text."""
+    event: dict[str, object] = {"op": op, "key": key, "before": before, "after": after,
+                                "unchanged": unchanged}
+    if unparsed:
+        event["unparsed"] = unparsed
+    event["schema_version"] = version
+    return orjson.dumps(event)
 
 
 def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
@@ -128,27 +142,15 @@ def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
     """``c``: a new row (``r``: a row read by a snapshot)."""
     unparsed: list[str] = []
     after, unchanged = _decode_row(shape, new, lsn, unparsed)
-    key = _key(shape, new, lsn, unparsed)
+    key = _key_of(shape, new, after)
     return [PendingEvent(shape.topic, orjson.dumps(key),
                          _body(op, key, None, after, unchanged, shape.schema_version, unparsed),
                          lsn, False, shape.source_names)]
 
 
 def read_event(shape: TableShape, values: Sequence[str | None], lsn: int) -> PendingEvent:
-    """``r``: a row a snapshot read (every value as text or NULL; the fast path of
-    ``insert_events`` for snapshots, with the same bytes)."""
-    try:
-        after: Row = {name: None if value is None else codec(value)
-                      for name, codec, value in zip(shape.columns, shape.codecs, values,
-                                                    strict=False)}
-    except Exception:  # a value kept as text: the per-column path
-        return insert_events(shape, values, lsn, "r")[0]
-    names = shape.columns
-    key: Row = {names[i]: after[names[i]] for i in shape.key_indexes}
-    return PendingEvent(shape.topic, orjson.dumps(key),
-                        orjson.dumps({"op": "r", "key": key, "before": None, "after": after,
-                                      "unchanged": [], "schema_version": shape.schema_version}),
-                        lsn, False, shape.source_names)
+    """``r``: a row a snapshot read (every value as text or NULL)."""
+    return insert_events(shape, values, lsn, "r")[0]
 
 
 def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleValue] | None,
@@ -157,11 +159,15 @@ def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleVa
     one, so every key's history stays in its own partition."""
     unparsed: list[str] = []
     after, unchanged = _decode_row(shape, new, lsn, unparsed)
-    key = _key(shape, new, lsn, unparsed)
+    key = _key_of(shape, new, after)
     before: Row | None = None
-    if old is not None and old_kind == "O":
+    if old is None:
+        old_key = key
+    elif old_kind == "O":
         before, _ = _decode_row(shape, old, lsn, unparsed)
-    old_key = _key(shape, old, lsn, unparsed) if old is not None else key
+        old_key = _key_of(shape, old, before)
+    else:
+        old_key = _decode_key(shape, old, lsn, unparsed)
     version = shape.schema_version
     if old_key != key:
         return [PendingEvent(shape.topic, orjson.dumps(old_key),
@@ -179,8 +185,12 @@ def delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
                   lsn: int) -> list[PendingEvent]:
     """``d``: the row is gone; ``before`` is the old row under REPLICA IDENTITY FULL."""
     unparsed: list[str] = []
-    key = _key(shape, old, lsn, unparsed)
-    before, _ = _decode_row(shape, old, lsn, unparsed) if old_kind == "O" else (None, [])
+    before: Row | None = None
+    if old_kind == "O":
+        before, _ = _decode_row(shape, old, lsn, unparsed)
+        key = _key_of(shape, old, before)
+    else:
+        key = _decode_key(shape, old, lsn, unparsed)
     return [PendingEvent(shape.topic, orjson.dumps(key),
                          _body("d", key, before, None, [], shape.schema_version, unparsed),
                          lsn, True, shape.source_names)]
@@ -218,7 +228,7 @@ def message_event(topic: str, prefix: str, content: bytes, transactional: bool,
                         b'"schema":null,"table":null')
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CommitInfo:
     """What every event of one transaction shares in its source block."""
 
@@ -227,14 +237,17 @@ class CommitInfo:
     txid: int
     commit_ts: str
     snapshot: bool = False
-    tail: bytes = b""  # the source fields after "seq", encoded once per transaction
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tail", b'"txid":%d,"commit_ts":"%s","snapshot":%s}}' % (
-            self.txid, self.commit_ts.encode(), b"true" if self.snapshot else b"false"))
-        object.__setattr__(self, "commit_lsn_text", format_lsn(self.commit_lsn).encode())
+    @cached_property
+    def tail(self) -> bytes:
+        """The source fields after ``seq``, encoded once per transaction."""
+        return b'"txid":%d,"commit_ts":"%s","snapshot":%s}}' % (
+            self.txid, self.commit_ts.encode(), b"true" if self.snapshot else b"false")
 
-    commit_lsn_text: bytes = b""
+    @cached_property
+    def commit_lsn_text(self) -> bytes:
+        """``commit_lsn`` as PostgreSQL writes an LSN (``16/B374D848``)."""
+        return format_lsn(self.commit_lsn).encode()
 
 
 def complete(event: PendingEvent, commit: CommitInfo, seq: int) -> bytes:

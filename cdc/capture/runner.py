@@ -36,6 +36,7 @@ from .snapshot.incremental import IncrementalSnapshots
 from .snapshot.incremental_log import read_records
 from .source import session
 from .source.checks import refuse_sql_ascii, source_address
+from .source.messages import incremental_refusal, require_outbox_messages
 from .source.publication import sync_publication
 from .source.slot import check_slot_health, slot_two_phase
 from .source.slot_start import SlotStart
@@ -137,6 +138,7 @@ class Capture:
         dsn = source.conninfo()
         with session.connect(dsn) as conn:
             refuse_sql_ascii(conn)
+            require_outbox_messages(conn.info.server_version, source.messages_prefixes)
             role = source_role(conn, source)
             prepare_publication(conn, role, source)
             check_published_topics(conn, source.publication, self.config.topic_names)
@@ -165,15 +167,9 @@ class Capture:
             resume = ResumeFilter(self.producer, self._existing_topics())
             self._incremental = (self._incremental_snapshots(role.write_dsn, shapes)
                                  if role.write_dsn is not None else None)
-            if (repl.server_version < 140000 and self._incremental is not None
-                    and self._incremental.active):
-                log.error("incremental snapshots of %s cannot complete on PostgreSQL %d: "
-                          "their watermarks are logical decoding messages, which pgoutput "
-                          "sends from PostgreSQL 14 on; those tables' existing rows are not "
-                          "in the log (upgrade the server, or start a new slot and log with "
-                          "an initial snapshot)",
-                          ", ".join(sorted(self._incremental.states)),
-                          repl.server_version // 10000, extra={"slot": source.slot})
+            if self._incremental is not None:  # PostgreSQL 13: each fails, with the way out
+                self._incremental.refusal = incremental_refusal(repl.server_version,
+                                                                source.slot)
             repl.start(source.slot, [source.publication],
                        two_phase=slot_two_phase(catalog_conn, source.slot))
             decoder = PgOutputDecoder(repl.proto_version)
@@ -192,7 +188,8 @@ class Capture:
 
     def _prepare_slot(self, conn: psycopg.Connection[Any], dsn: str) -> None:
         """Create or check the slot; take (or finish) the initial snapshot the mode asks
-        for (``slot_start``). The capture never drops a slot PostgreSQL did not lose."""
+        for (``slot_start``). The capture never drops a slot PostgreSQL did not lose (but,
+        on PostgreSQL 13, one it never streamed from, to retake an interrupted snapshot)."""
         start = SlotStart(self.config, self.log, self.producer, self._known_schema_versions)
         mode = start.prepare(conn, dsn, self.settings.recreate_lost_slot,
                              known_complete=self._slot_prepared,

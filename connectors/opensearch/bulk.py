@@ -8,8 +8,7 @@ replayed write is a no-op (409) and retrying a whole chunk is harmless. Index ac
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from opensearchpy import OpenSearch
@@ -21,10 +20,16 @@ from .errors import ItemOutcome, item_outcome, status_of, translate
 
 RESPONSE_FILTER = "errors,items.*.status,items.*.error.type,items.*.error.reason"
 
+# The action lines, as orjson.dumps writes the headers' dicts (same members, same order),
+# filled with the JSON of the alias and the id: no dict to build and encode per action.
+_INDEX_LINES = (b'{"index":{"_index":%b,"_id":%b,"version":%d,"version_type":"external_gte",'
+                b'"require_alias":true}}\n%b\n')
+_DELETE_LINE = b'{"delete":{"_index":%b,"_id":%b,"version":%d,"version_type":"external_gte"}}\n'
 
-@dataclass(frozen=True, slots=True)
-class BulkAction:
-    """One encoded action (and its document), with the event it comes from."""
+
+class BulkAction(NamedTuple):
+    """One encoded action (and its document), with the event it comes from (a named tuple:
+    one is made per event)."""
 
     event: SinkEvent
     kind: str  # index | delete
@@ -33,16 +38,15 @@ class BulkAction:
 
 def index_action(event: SinkEvent, alias: str, doc_id: str, document: dict[str, Any]) -> BulkAction:
     """An external-versioned index of ``document``."""
-    header = orjson.dumps({"index": {"_index": alias, "_id": doc_id, "version": event.version,
-                                     "version_type": "external_gte", "require_alias": True}})
-    return BulkAction(event, "index", b"%s\n%s\n" % (header, orjson.dumps(document)))
+    payload = _INDEX_LINES % (orjson.dumps(alias), orjson.dumps(doc_id), event.version,
+                              orjson.dumps(document))
+    return BulkAction(event, "index", payload)
 
 
 def delete_action(event: SinkEvent, alias: str, doc_id: str) -> BulkAction:
     """An external-versioned delete (it leaves a tombstone with the version)."""
-    header = orjson.dumps({"delete": {"_index": alias, "_id": doc_id, "version": event.version,
-                                      "version_type": "external_gte"}})
-    return BulkAction(event, "delete", header + b"\n")
+    payload = _DELETE_LINE % (orjson.dumps(alias), orjson.dumps(doc_id), event.version)
+    return BulkAction(event, "delete", payload)
 
 
 def send(client: OpenSearch, actions: Sequence[BulkAction], max_actions: int,

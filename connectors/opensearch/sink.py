@@ -26,8 +26,7 @@ derived, and the event is rejected with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from opensearchpy import OpenSearch
@@ -57,9 +56,9 @@ from .unindexed import UnindexedValues
 MAX_ID_BYTES = 512
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """One bulk action, the index it writes, its change, and the document it indexes."""
+class Planned(NamedTuple):
+    """One bulk action, the index it writes, its change, and the document it indexes (a
+    named tuple: one is made per event)."""
 
     action: BulkAction
     state: IndexState
@@ -167,7 +166,8 @@ class OpenSearchSink:
         planned: list[Planned] = []
         for state, change in writes:
             doc_id = encode_key(change.key)
-            if len(doc_id.encode()) > MAX_ID_BYTES:
+            # at most 4 bytes a character: only a long id needs encoding to be measured
+            if len(doc_id) > MAX_ID_BYTES // 4 and len(doc_id.encode()) > MAX_ID_BYTES:
                 rejected.append(Rejection(change.event, f"the key is longer than OpenSearch's "
                                           f"{MAX_ID_BYTES}-byte _id limit"))
                 continue
@@ -217,7 +217,7 @@ class OpenSearchSink:
             document, state = item.document, item.state
             if document is None or not isinstance(item.change, Upsert):
                 continue
-            if any(name not in state.fields for name in document):
+            if not state.fields.issuperset(document):
                 pending.setdefault(state.alias, (state, item.change, []))[2].append(document)
         for state, change, documents in pending.values():
             fields = new_fields(documents, state.fields, self._types(change))

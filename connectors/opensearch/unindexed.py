@@ -30,6 +30,10 @@ _NUMBERS = frozenset({"long", "integer", "short", "byte", "double", "float", "ha
                       "scaled_float", "unsigned_long"})
 _SCALARS = frozenset({"text", "keyword", "binary", "boolean", "match_only_text", "wildcard"})
 _DATE_INFINITIES = frozenset({"infinity", "-infinity"})
+_SCALAR_TYPES = frozenset({str, int, float, bool})  # a list goes through _collect
+_NUMBER_TYPES = frozenset({int, float})  # not bool, which is an int subclass
+_FLOAT_ONLY = frozenset({float})
+_DICT_ONLY = frozenset({dict})
 
 
 def unindexed_fields(document: Mapping[str, Any],
@@ -40,6 +44,39 @@ def unindexed_fields(document: Mapping[str, Any],
         mapping = mappings.get(name)
         if value is not None and mapping is not None:
             _collect(name, value, mapping, found)
+    return found
+
+
+def always_fitting(mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, frozenset[type]]:
+    """Field → the Python types whose every value its mapping indexes (``_fits`` without
+    looking at the value): the per-document check skips those values."""
+    table: dict[str, frozenset[type]] = {}
+    for name, mapping in mappings.items():
+        kind = mapping.get("type", "object" if "properties" in mapping else None)
+        if kind in _SCALARS:
+            table[name] = _SCALAR_TYPES
+        elif kind in _NUMBERS:
+            table[name] = _FLOAT_ONLY if kind == "long" else _NUMBER_TYPES
+        elif kind == "flat_object":
+            table[name] = _DICT_ONLY
+    return table
+
+
+def _unindexed_quickly(document: Mapping[str, Any], mappings: Mapping[str, Mapping[str, Any]],
+                       fitting: Mapping[str, frozenset[type]]) -> list[str]:
+    """``unindexed_fields``, skipping the values ``fitting`` (``always_fitting``) vouches
+    for and in-range integers of ``long`` fields."""
+    found: list[str] = []
+    for name, value in document.items():
+        kind = type(value)
+        if kind in fitting.get(name, ()) or value is None:
+            continue
+        mapping = mappings.get(name)
+        if mapping is None:
+            continue
+        if kind is int and _LONG_MIN <= value <= _LONG_MAX and mapping.get("type") == "long":
+            continue
+        _collect(name, value, mapping, found)
     return found
 
 
@@ -94,8 +131,9 @@ class UnindexedValues:
                 documents: Iterable[Mapping[str, Any]]) -> int:
         """Count the unindexable values of ``documents`` written through ``alias``."""
         total = 0
+        fitting = always_fitting(mappings)
         for document in documents:
-            for field in unindexed_fields(document, mappings):
+            for field in _unindexed_quickly(document, mappings, fitting):
                 total += 1
                 UNINDEXED.labels(alias, field).inc()
                 if (alias, field) not in self._warned:

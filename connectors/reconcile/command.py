@@ -11,8 +11,11 @@ unreachable, a connector not catching up or a repair not landing within ``--time
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -81,9 +84,10 @@ def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...]
     configure_logging(logging.WARNING)
     config = load_config_or_exit(config_path)
     try:
-        summary = reconcile_pipeline(config, connectors=names, tables=tables, repair=repair,
-                                     rate=rate, chunk=chunk, timeout=timeout,
-                                     report=click.echo)
+        with without_cycle_collection():
+            summary = reconcile_pipeline(config, connectors=names, tables=tables,
+                                         repair=repair, rate=rate, chunk=chunk,
+                                         timeout=timeout, report=click.echo)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     except MissingExtraError:
@@ -93,6 +97,22 @@ def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...]
     click.echo(summary.line())
     if summary.differences:
         sys.exit(EXIT_DIFFERENT)
+
+
+@contextlib.contextmanager
+def without_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector off (a one-shot check only, not ``--continuous``
+    inside ``cdc run``). A walk allocates millions of short-lived containers (keys,
+    rows, pages) and makes no cycles worth collecting, and each collection walks every
+    container alive, such as the rows waiting for their record: 40 % of a walk's
+    time with the collector on. Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _unfinished(reason: str) -> NoReturn:

@@ -119,3 +119,43 @@ class Prefetched:
             except queue.Full:
                 continue
         return False
+
+
+class Collected:
+    """Every item of an iterator, read to its end by a thread of its own while the walk
+    works (a sink's listing of ids); ``result()`` waits for them, ``close()`` stops the
+    thread early."""
+
+    def __init__(self, items: Iterator[str]) -> None:
+        self._items: list[str] = []
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(items,),
+                                        name="reconcile-listing", daemon=True)
+        self._thread.start()
+
+    def result(self) -> list[str]:
+        """Every item (waits for the last); the iterator's error, if it raised one."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._items
+
+    def close(self) -> None:
+        """Stop reading (the iterator is closed by its thread)."""
+        self._stop.set()
+        self._thread.join()
+
+    def _read(self, items: Iterator[str]) -> None:
+        append, stop = self._items.append, self._stop.is_set
+        try:
+            for item in items:
+                if stop():
+                    return
+                append(item)
+        except BaseException as exc:  # handed to the walk, which raises it
+            self._error = exc
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -21,9 +22,10 @@ from connectors.opensearch.config import OpenSearchSinkConfig
 from connectors.opensearch.names import index_name
 from connectors.opensearch.sink import MAX_ID_BYTES
 from connectors.placeholders import NameTemplate, TableNames
-from derived import ViewDefinition, apply_view, encode_key
+from derived import ViewDefinition, apply_view
 
 from .compare import Record, StoredRecord
+from .rows import after_jsons, id_texts
 from .source import SourceRow
 from .target import Encoded, HeldPage
 
@@ -31,6 +33,7 @@ SCROLL = "2m"
 PAGE = 2000
 SCAN_PAGE = 5000  # documents per scroll page of ``scan`` (sources and versions)
 FILTER_PATH = "_scroll_id,hits.hits._id,hits.hits._version,hits.hits._source"
+_ID, _SOURCE, _VERSION = itemgetter("_id"), itemgetter("_source"), itemgetter("_version")
 
 
 def alias_of(config: OpenSearchSinkConfig, names: TableNames,
@@ -56,7 +59,7 @@ class OpenSearchTarget:
 
     def sink_id(self, row: SourceRow) -> str | None:
         """The row's ``_id``; ``None`` past OpenSearch's limit (the sink dead-letters it)."""
-        doc_id = encode_key(row.key)
+        doc_id = row.id_text  # encode_key(row.key)
         return doc_id if len(doc_id.encode()) <= MAX_ID_BYTES else None
 
     def expected(self, rows: Sequence[SourceRow]) -> dict[str, Record | None]:
@@ -70,8 +73,14 @@ class OpenSearchTarget:
 
     def encoded(self, rows: Sequence[SourceRow]) -> Encoded:
         """``_id`` → the document as the sink sends it (``None``: filtered out)."""
-        out: Encoded = {}
         view = self._view
+        if view is None:
+            jsons = list(map(after_jsons, rows))
+            ids = list(map(id_texts, rows))
+            if all(jsons) and max(map(len, ids), default=0) * 4 <= MAX_ID_BYTES:
+                # the whole chunk without a Python call per row (4: UTF-8's longest)
+                return dict(zip(ids, zip(jsons, rows, strict=True), strict=True))
+        out: Encoded = {}
         for row in rows:
             doc_id = self.sink_id(row)
             if doc_id is None:
@@ -129,9 +138,9 @@ class OpenSearchTarget:
         not allowed to refresh scrolls what the last periodic refresh made visible)."""
         with contextlib.suppress(NotFoundError, AuthorizationException):
             self._client.indices.refresh(index=self.alias)
-        dumps = orjson.dumps
-        for hits in self._scroll(SCAN_PAGE, sources=True):
-            yield [(hit["_id"], dumps(hit["_source"]), hit["_version"]) for hit in hits]
+        for hits in self._scroll(SCAN_PAGE, sources=True):  # mapped: no Python call a hit
+            yield list(zip(map(_ID, hits), map(orjson.dumps, map(_SOURCE, hits)),
+                           map(_VERSION, hits), strict=True))
 
     def listing(self) -> Iterator[str]:
         """Every document of the alias: a scroll of ids, no sources."""

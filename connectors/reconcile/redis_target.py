@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -13,12 +13,13 @@ import redis
 from connectors.placeholders import TableNames
 from connectors.redis import scripts
 from connectors.redis.config import RedisSinkConfig
-from connectors.redis.keys import KeyTemplates
+from connectors.redis.keys import KeyTemplates, key_parts
 from connectors.redis.truncate import TRUNCATE_PREFIX, VERSION_PREFIX
 from derived import ViewDefinition, apply_view
 from derived.values import text_of
 
 from .compare import Record, StoredRecord
+from .rows import after_jsons, id_texts
 from .source import SourceRow
 from .target import Encoded
 
@@ -43,6 +44,9 @@ class RedisTarget:
     def __init__(self, connector: str, config: RedisSinkConfig, names: TableNames,
                  view: ViewDefinition | None, client: redis.Redis | None = None) -> None:
         self._keys = KeyTemplates(config.key_template).table(names, view)
+        self._affix = _affix(self._keys.render,
+                             (view.key_template if view is not None else None)
+                             or config.key_template, names)
         self.label = f"{connector} redis"
         self.missing_is_drift = config.ttl is None  # an expired key is no drift
         self._view = view
@@ -73,6 +77,12 @@ class RedisTarget:
         compared)."""
         if self._hash:
             return None
+        if self._view is None and self._affix is not None:
+            jsons = list(map(after_jsons, rows))
+            if all(jsons):  # the whole chunk without a Python call per row
+                head, tail = self._affix
+                keys = [head + id_text + tail for id_text in map(id_texts, rows)]
+                return dict(zip(keys, zip(jsons, rows, strict=True), strict=True))
         out: Encoded = {}
         render, view = self._keys.render, self._view
         for row in rows:
@@ -165,6 +175,18 @@ class RedisTarget:
         except orjson.JSONDecodeError:
             return {"<not JSON>": _text(value)}
         return loaded if isinstance(loaded, dict) else {"<not an object>": loaded}
+
+
+def _affix(render: Callable[[Mapping[str, Any]], str], template: str,
+           names: TableNames) -> tuple[str, str] | None:
+    """``(head, tail)`` when every key ``render`` makes is ``head + encode_key(key) +
+    tail`` (a template with one ``{key}`` and no ``{key.<column>}``), else ``None``."""
+    pieces, tail = key_parts(template, names)
+    if [field for _, field in pieces] != ["key"]:
+        return None
+    head = pieces[0][0]
+    probe = {"k": "\x00"}  # encode_key of one column is its text
+    return (head, tail) if render(probe) == head + "\x00" + tail else None
 
 
 def _text(value: Any) -> str:

@@ -64,7 +64,7 @@ def reconcile_table(config: PipelineConfig, plan: TablePlan, *, repair: bool,
     """Walk ``plan``'s table (see ``walk``) and, with ``repair``, repair what differs."""
     with ExitStack() as stack:
         source = TableSource(config.source.conninfo(), plan.schema, plan.name,
-                             config.topic_names)
+                             config.topic_names, config.source.publication)
         stack.callback(source.close)
         event_log = open_log(config.log)
         stack.callback(event_log.close)

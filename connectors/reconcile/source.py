@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import psycopg
@@ -28,41 +28,15 @@ from cdc.capture.events import TableShape, read_event
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.snapshot.catalog import catalog_tables
 from cdc.capture.snapshot.chunks import ChunkKey, chunk_key, chunk_query
-from cdc.capture.snapshot.copy import copy_row
 from cdc.capture.snapshot.native import NativeTable
 from cdc.capture.source import session
 from cdc.config.topic_names import TopicNamer
 from cdc.errors import SourceError
 
-from .copy_out import copy_out
+from .copy_out import copy_out_between
+from .rows import KeyText, SourceRow, copy_rows
 
-KeyText = tuple[str, ...]  # a row's chunk-key columns as PostgreSQL's text
-
-
-class SourceRow:
-    """One row as its event carries it, with its chunk key as text.
-
-    ``after_json``: the ``after`` object's JSON text as the event carries it, when the
-    read kept it (``COPY`` reads); ``after`` is then parsed from it on first use.
-    """
-
-    __slots__ = ("_after", "after_json", "key", "key_text", "stamp")
-
-    def __init__(self, key: dict[str, Any], after: dict[str, Any] | None, key_text: KeyText,
-                 stamp: str = "", *, after_json: bytes = b"") -> None:
-        self.key = key
-        self.key_text = key_text
-        self.stamp = stamp  # the row version's xmin and ctid: equal stamps, no change between
-        self.after_json = after_json
-        self._after = after
-
-    @property
-    def after(self) -> dict[str, Any]:
-        """The row's ``after`` object."""
-        if self._after is None:
-            self._after = orjson.loads(self.after_json)
-        return self._after
-
+__all__ = ["KeyText", "SourceRead", "SourceRow", "TableSource", "current_lsn"]
 
 @dataclass(frozen=True, slots=True)
 class SourceRead:
@@ -73,9 +47,12 @@ class SourceRead:
     after_lsn: int
 
 
+_LSN_QUERY = b"SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"
+
+
 def current_lsn(conn: psycopg.Connection[Any]) -> int:
     """``pg_current_wal_lsn()`` as an integer."""
-    row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+    row = conn.execute(_LSN_QUERY).fetchone()
     assert row is not None
     return int(row[0])
 
@@ -83,11 +60,15 @@ def current_lsn(conn: psycopg.Connection[Any]) -> int:
 class TableSource:
     """One table, read in chunks of its key (``cdc.capture.snapshot.chunks``)."""
 
-    def __init__(self, dsn: str, schema: str, table: str, topics: TopicNamer) -> None:
+    def __init__(self, dsn: str, schema: str, table: str, topics: TopicNamer,
+                 publication: str | None = None) -> None:
+        """``publication``: the capture's; its column list and row filter (PostgreSQL
+        15+) decide which columns and rows the sinks can hold, as for the snapshot."""
         self.name = f"{schema}.{table}"
         self.conn = session.connect(dsn)
         try:
-            found = catalog_tables(self.conn, [(schema, table)]).get((schema, table))
+            found = catalog_tables(self.conn, [(schema, table)],
+                                   publication).get((schema, table))
             if found is None:
                 raise SourceError(f"table {self.name} does not exist")
             shapes = ShapeRegistry(self.conn, topics)
@@ -98,7 +79,9 @@ class TableSource:
             self.conn.close()
             raise
         self._schema, self._table = schema, table
+        self._row_filter = found.row_filter
         self._key_at = [self.shape.columns.index(name) for name in self.key.names]
+        self._key_names = [self.shape.columns[i] for i in self.shape.key_indexes]
         self._columns = (*self.shape.columns, "xmin", "ctid")
         self._native = NativeTable.of(self.shape)
 
@@ -111,13 +94,14 @@ class TableSource:
         if self._native is not None and self.key.columns:
             return self._copy(after, limit, self._native)
         query, params = chunk_query(self._schema, self._table, self._columns, self.key,
-                                    after, None, limit)
+                                    after, None, limit, self._row_filter)
         return self._read(query, params)
 
     def rows_of(self, keys: Sequence[KeyText]) -> SourceRead:
         """The rows of ``keys`` that exist now."""
         query, params = chunk_query(self._schema, self._table, self._columns, self.key,
-                                    None, self.where_keys(keys), len(keys) + 1)
+                                    None, self.where_keys(keys), len(keys) + 1,
+                                    self._row_filter)
         return self._read(query, params)
 
     def where_keys(self, keys: Sequence[KeyText]) -> str:
@@ -158,20 +142,21 @@ class TableSource:
     def _copy(self, after: KeyText | None, limit: int, native: NativeTable) -> SourceRead:
         """``chunk`` through ``COPY`` and the native converter (rows without stamps)."""
         query, params = chunk_query(self._schema, self._table, self.shape.columns, self.key,
-                                    after, None, limit)
+                                    after, None, limit, self._row_filter)
         with psycopg.ClientCursor(self.conn) as cursor:  # the values inlined, for COPY
             statement = cursor.mogrify(sql.SQL("COPY ({}) TO STDOUT").format(query), params)
-        before = current_lsn(self.conn)
-        data = copy_out(self.conn, statement.encode(self.conn.info.encoding))
-        after_lsn = current_lsn(self.conn)
+        # the WAL positions around the COPY, read in the same round trip
+        before_text, data, after_text = copy_out_between(
+            self.conn, _LSN_QUERY, statement.encode(self.conn.info.encoding), _LSN_QUERY)
+        before, after_lsn = int(before_text or 0), int(after_text or 0)
         if not data:
             return SourceRead([], before, after_lsn)
-        bodies = native.bodies(data, 0)
-        keys: list[dict[str, Any]] = orjson.loads(b"[%s]" % b",".join(k for k, _ in bodies))
-        key_texts = _key_texts(data, self._key_at)
-        rows = [SourceRow(key, None, key_text, after_json=_after_json(key_json, body))
-                for key, key_text, (key_json, body) in zip(keys, key_texts, bodies,
-                                                             strict=True)]
+        items = native.core.snapshot_rows(data, native.plan)
+        if bytes in set(map(type, items)):  # a row the native core hands back: its way
+            bodies = native.bodies(data, 0)
+        else:
+            bodies = cast(list[tuple[bytes, bytes]], items)
+        rows = copy_rows(data, bodies, self._key_names, self._key_at)
         return SourceRead(rows, before, after_lsn)
 
     def current_lsn(self) -> int:
@@ -182,29 +167,3 @@ class TableSource:
         """Close the connection."""
         self.conn.close()
 
-
-_AFTER = b',"before":null,"after":'  # read_event's body: {"op":"r","key":K<_AFTER>A<_END>…
-_AFTER_AT = len(b'{"op":"r","key":') + len(_AFTER)
-_END = b',"unchanged":'
-
-
-def _after_json(key_json: bytes, body: bytes) -> bytes:
-    """The ``after`` object of a snapshot event's body (``read_event``), as its text."""
-    start = _AFTER_AT + len(key_json)
-    if body.startswith(_AFTER, start - len(_AFTER)):
-        return body[start:body.rindex(_END)]
-    return orjson.dumps(orjson.loads(body)["after"])  # a layout this does not know
-
-
-def _key_texts(data: bytes, key_at: Sequence[int]) -> list[KeyText]:
-    """The chunk key of each COPY text line of ``data`` (its columns as text)."""
-    lines = data.split(b"\n")
-    lines.pop()  # after the last newline
-    if len(key_at) == 1 and b"\\" not in data:
-        at = key_at[0]
-        return [(line.split(b"\t", at + 1)[at].decode(),) for line in lines]
-    out: list[KeyText] = []
-    for line in lines:
-        values = copy_row(line)
-        out.append(tuple(str(values[i]) for i in key_at))
-    return out

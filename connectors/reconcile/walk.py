@@ -1,7 +1,8 @@
 """Walking one table against its targets: chunks, catch-up, comparison, rechecks, extras.
 
-Each chunk is compared with each target as soon as it is read (the targets in parallel,
-while the next chunk is read): a sink that holds what the rows hold is in step with
+Each chunk is compared with each target as soon as it is read (each target in a thread
+of its own, in chunk order, at most ``AHEAD`` chunks behind the reads, while the next
+chunk is read): a sink that holds what the rows hold is in step with
 them, lag or not, so a clean chunk costs no waiting. A difference may be a change in
 flight — the sink behind the read, or ahead of it (a row updated, deleted or filtered
 out just after) — so every difference is checked again
@@ -18,31 +19,39 @@ by page beside the chunks, about as far as the table has been read, and its reco
 paired with the rows by id whichever comes first (``matching``); a row still unpaired
 after the last page is compared with no record.
 
-Extras: after the last chunk each target lists the ids it holds (a scanned target: the
-records no row was paired with); an id no row of the walk had, whose version is older
-than the walk's start, is a candidate. After a catch-up the candidates still held under
-such a version are extras.
+Extras: each target lists the ids it holds (a scanned target: the records no row was
+paired with; a target read by id: its ``listing``, read by a thread of its own from the
+walk's start on, so a ``SCAN`` costs no time of its own); after the last chunk, an id no
+row of the walk had, whose version is older than the walk's start, is a candidate. After
+a catch-up the candidates still held under such a version are extras. (Listing while the
+walk runs loses none: a candidate was written before the walk's start and is held after
+its end, so it was held for the whole listing, and a ``SCAN`` returns every key held from
+its start to its end.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import filterfalse
 from typing import Protocol
 
 from connectors.contract import version_of
 
 from .compare import Difference, Kind, compare_chunk, compare_row, describe_version
-from .matching import Prefetched, RecordMatch
+from .matching import Collected, Prefetched, RecordMatch
 from .source import KeyText, SourceRead, SourceRow
 from .target import HeldPage, Target
 
 log = logging.getLogger(__name__)
 
 RECHECKS = 4  # fresh reads of a differing key before it is left for the next run
+AHEAD = 2  # chunks a target's comparison may lag behind the reads
 
 
 @dataclass
@@ -56,6 +65,7 @@ class TargetFindings:
     pages: Iterator[HeldPage] | None = None  # a scanned target's
     match: RecordMatch | None = None  # ... rows and records not yet paired
     scanned: int = 0                  # ... records read so far
+    listed: Collected | None = None   # a target read by id: its listing, read meanwhile
 
 
 @dataclass
@@ -114,37 +124,50 @@ class TableWalk:
                 if pages is not None:
                     found.pages = Prefetched(pages)
                     found.match = RecordMatch(missing_is_drift=found.target.missing_is_drift)
+                else:
+                    found.listed = Collected(found.target.listing())
             self._walk(findings)
+            self._recheck(findings)
+            for found in findings.targets:
+                self._extras(found, walk_start)
         finally:
             for found in findings.targets:
-                close = getattr(found.pages, "close", None)
-                if close is not None:
-                    close()
-        self._recheck(findings)
-        for found in findings.targets:
-            self._extras(found, walk_start)
+                for reader in (found.pages, found.listed):
+                    close = getattr(reader, "close", None)
+                    if close is not None:
+                        close()
         return findings
 
     def _walk(self, findings: TableFindings) -> None:
-        with ThreadPoolExecutor(max_workers=len(self.targets) + 1,
-                                thread_name_prefix="reconcile") as pool:
+        """Read chunks one after another in one thread, and compare them in one thread
+        per target, each target's in order; a target may lag ``AHEAD`` chunks behind
+        the reads (so a slow sink and a slow table overlap instead of adding up)."""
+        with contextlib.ExitStack() as stack:
+            reader = stack.enter_context(ThreadPoolExecutor(1, "reconcile-read"))
+            comparers = [stack.enter_context(ThreadPoolExecutor(1, "reconcile-compare"))
+                         for _ in findings.targets]
+            in_flight: deque[list[Future[None]]] = deque()
             read = self.source.chunk(None, self.chunk_rows)
             while read.rows:
                 findings.rows += len(read.rows)
                 more = len(read.rows) == self.chunk_rows
                 if more:  # the next chunk is read while the sinks are compared
                     self._pace(findings.rows)
-                    ahead = pool.submit(self.source.chunk, read.rows[-1].key_text,
-                                        self.chunk_rows)
-                for future in [pool.submit(self._compare, found, read, findings.rows)
-                               for found in findings.targets]:
-                    future.result()
+                    ahead = reader.submit(self.source.chunk, read.rows[-1].key_text,
+                                          self.chunk_rows)
+                in_flight.append([comparer.submit(self._compare, found, read, findings.rows)
+                                  for comparer, found in zip(comparers, findings.targets,
+                                                             strict=True)])
+                while len(in_flight) > AHEAD:
+                    _results(in_flight.popleft())
                 if not more:
                     break
                 read = ahead.result()
-            for future in [pool.submit(self._unpaired, found) for found in findings.targets
-                           if found.match is not None]:
-                future.result()
+            while in_flight:
+                _results(in_flight.popleft())
+            _results([comparer.submit(self._unpaired, found) for comparer, found
+                      in zip(comparers, findings.targets, strict=True)
+                      if found.match is not None])
 
     def _compare(self, found: TargetFindings, read: SourceRead, rows_read: int) -> None:
         """One chunk against one target: as bytes where the target has them (paired with
@@ -189,11 +212,11 @@ class TableWalk:
         if not differences:
             return
         found.differences += differences
-        by_id = {found.target.sink_id(row): row.key_text for row in rows}
+        by_id = {found.target.sink_id(row): row for row in rows}
         for difference in differences:
-            key = by_id.get(difference.sink_id)
-            if key is not None:
-                found.keys[difference.sink_id] = key
+            row = by_id.get(difference.sink_id)
+            if row is not None:
+                found.keys[difference.sink_id] = row.key_text
 
     def _scan_to(self, found: TargetFindings, records: int | None) -> None:
         """Read a scanned target's pages until ``records`` came (``None``: every one)."""
@@ -267,8 +290,9 @@ class TableWalk:
         if found.match is not None:  # a scanned target: what no row was paired with
             held: Iterable[tuple[str, int | None]] = found.match.unpaired_records()
         else:  # the versions of the ids no row had
+            assert found.listed is not None
             held = found.target.versions(
-                [i for i in found.target.listing() if i not in found.seen]).items()
+                list(filterfalse(found.seen.__contains__, found.listed.result()))).items()
         candidates = [sink_id for sink_id, version in held
                       if version is None or version < walk_start]
         if not candidates:
@@ -287,3 +311,9 @@ class TableWalk:
             ahead = rows / self.rate - (time.monotonic() - self._started)
             if ahead > 0:
                 time.sleep(ahead)
+
+
+def _results(futures: Iterable[Future[None]]) -> None:
+    """Wait for ``futures``; raise the first error."""
+    for future in futures:
+        future.result()

@@ -40,6 +40,17 @@ class ScriptBatch:
         self._cuts: list[tuple[int, int]] = []  # where each call after the first starts
         self._call_rows = self._call_bytes = 0  # in the last call so far
 
+    @classmethod
+    def rendered(cls, ttls: tuple[int, int, int], events: list[SinkEvent], markers: list[str],
+                 keys: list[str], args: list[Arg], cuts: list[tuple[int, int]]) -> ScriptBatch:
+        """A complete batch from rows rendered elsewhere (``native_rows``): ``markers`` in
+        order of their numbers, two ``keys`` per event, ``args`` and ``cuts`` as ``row``
+        would have made them. Add no rows to it."""
+        batch = cls(ttls)
+        batch._markers = {marker: number for number, marker in enumerate(markers, 1)}
+        batch._events, batch._keys, batch._args, batch._cuts = events, keys, args, cuts
+        return batch
+
     def row(self, event: SinkEvent, key: str, marker: str, kind: str,
             extra: Sequence[Arg] = (), size: int = 0) -> None:
         """Add the row of ``event``: its value ``key``, its table's truncate ``marker``,

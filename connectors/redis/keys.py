@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from string import Formatter
 from typing import Any
 
 from connectors.changes import Delete, Truncate, Upsert
@@ -21,6 +22,27 @@ class TableKeys:
     render: Callable[[Mapping[str, Any]], str]  # a row's key from its key columns
     pattern: str                                # SCAN MATCH pattern of every row's key
     marker: str                                 # the table's truncate marker key
+
+
+KeyParts = tuple[list[tuple[str, str]], str, str]  # (pieces, tail, marker)
+
+
+def key_parts(template: str, names: TableNames) -> tuple[list[tuple[str, str]], str]:
+    """``template`` bound to table ``names`` as ``NameTemplate.bind`` binds it: the pieces
+    ``(text, "key" | "key.<column>")`` (the text before each key placeholder, table
+    placeholders filled in) and the text after the last one."""
+    pieces: list[tuple[str, str]] = []
+    text = ""
+    for literal, field, _, _ in Formatter().parse(template):
+        text += literal
+        if field is None:
+            continue
+        if field.split(".")[0] == "key":
+            pieces.append((text, field))
+            text = ""
+        else:
+            text += str(getattr(names, field))
+    return pieces, text
 
 
 class KeyTemplates:
@@ -53,6 +75,12 @@ class KeyTemplates:
             found = TableKeys(template.bind(names), pattern, marker_key(pattern))
             self._tables[source, names] = found
         return found
+
+    def parts(self, names: TableNames) -> KeyParts:
+        """The sink's own template for table ``names`` as ``key_parts`` gives it, with the
+        table's truncate marker: what the native renderer needs (``plain``)."""
+        pieces, tail = key_parts(self._default, names)
+        return pieces, tail, self.table(names, None).marker
 
     def key(self, change: Upsert | Delete) -> str:
         """The key of the change's row."""

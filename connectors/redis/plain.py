@@ -8,6 +8,10 @@ of a row. Anything else — a truncate, a view, an unchanged column, a malformed
 value over ``max_value_bytes`` — makes ``rows`` answer ``None``, and the sink takes the
 general path (``connectors.changes`` and ``rows``), which decides what such an event
 means; for a plain batch both paths give the same rows.
+
+Where the native core is installed, ``native_rows`` renders the plain batch from the
+events' raw JSON instead; the loop here stays the reference (and takes what the native
+renderer leaves to Python).
 """
 
 from __future__ import annotations
@@ -23,24 +27,35 @@ from connectors.placeholders import TableNames
 from .batch import ScriptBatch
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
+from .native_rows import NativeRows, redis_core
 
 
 class PlainRows:
     """Renders plain batches (see the module docstring)."""
 
-    def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str) -> None:
+    def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str, *,
+                 native: bool = True) -> None:
+        """``native``: use the native renderer where it is installed (False: only the
+        Python loop, the reference)."""
         self._enabled = config.value_format == "json" and config.mode == "upsert"
         self._viewed = {view.table for view in config.views}
         self._keys = keys
         self._prefix = topic_prefix
         self._max_bytes = config.max_value_bytes
         self._tables: dict[tuple[str, str, str], TableKeys | None] = {}
+        core = redis_core() if native else None
+        self._native = None if core is None else NativeRows(
+            core, keys, self._viewed, topic_prefix, self._max_bytes)
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
              ) -> ScriptBatch | None:
         """The rows of ``events`` if the batch is plain, else ``None``."""
         if not self._enabled:
             return None
+        if self._native is not None:
+            rendered = self._native.rows(events, ttls)
+            if rendered is not None:
+                return rendered
         batch = ScriptBatch(ttls)
         add = batch.row
         for item in events:

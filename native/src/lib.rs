@@ -18,6 +18,7 @@
 pub mod murmur2;
 pub mod pgoutput;
 pub mod record;
+pub mod redis_args;
 pub mod snapshot;
 pub mod spool;
 

@@ -10,6 +10,7 @@ import psycopg
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 
+from ..source.messages import ddl_capture_refusal
 from . import ddl
 from .ddl_drops import DROP_TRIGGER_NAME
 
@@ -87,6 +88,9 @@ def _run(config_path: Path, *, install: bool) -> None:
     config = load_config_or_exit(config_path)
     try:
         with psycopg.connect(config.source.conninfo(), autocommit=True) as conn:
+            refusal = ddl_capture_refusal(conn.info.server_version) if install else None
+            if refusal is not None:
+                raise click.ClickException(refusal)
             (ddl.install if install else ddl.uninstall)(conn)
     except DistributaryError as exc:
         raise click.ClickException(str(exc)) from None

@@ -5,6 +5,10 @@ the *current* catalog. When a table's turn comes, inside the exported snapshot,
 ``TableCheck`` compares what the snapshot and the catalog say now: a table dropped, one
 rewritten or truncated (a new relfilenode: the old snapshot would see it empty), or one
 whose columns changed (``SELECT * … LIMIT 0`` describes the columns as they are now).
+
+Given the slot's publication, a table's relation holds only the columns pgoutput sends
+(its column list; stored generated columns on PostgreSQL 18 when published) and its row
+filter is kept, so ``snapshot_query`` reads exactly the rows and columns the stream carries.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import psycopg
 from psycopg import sql
 
 from ..pgoutput import Column, Relation
+from ..source.publication_filters import EVERYTHING, column_published, published_tables
 
 # every column as SELECT * returns it: (name, type oid, typmod); domains as their base
 StarColumns = tuple[tuple[str, int, int], ...]
@@ -24,7 +29,7 @@ _TABLES_SQL = """
 SELECT n.nspname, c.relname, c.oid, c.relreplident, c.relkind,
        CASE WHEN c.relkind = 'p' THEN NULL ELSE pg_relation_size(c.oid) END,
        c.reltuples::bigint,
-       a.attname, a.atttypid, a.atttypmod, a.attgenerated <> '',
+       a.attname, a.atttypid, a.atttypmod, a.attgenerated::text,
        coalesce(a.attnum = ANY(i.indkey), false),
        CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END,
        CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END
@@ -47,6 +52,7 @@ class CatalogTable:
     star: StarColumns  # what SELECT * returns
     size_bytes: int | None  # None: partitioned (the size is its partitions')
     estimated_rows: int | None
+    row_filter: str | None = None  # the publication's (the server's deparsed SQL)
 
     @property
     def name(self) -> str:
@@ -57,9 +63,12 @@ def _flagged(identity: str, in_index: bool) -> bool:  # as pgoutput flags replic
     return identity == "f" or (identity in ("d", "i") and in_index)
 
 
-def catalog_tables(conn: psycopg.Connection[Any],
-                   tables: list[tuple[str, str]]) -> dict[tuple[str, str], CatalogTable]:
-    """The tables of ``tables`` that exist, by (schema, table), in one query."""
+def catalog_tables(conn: psycopg.Connection[Any], tables: list[tuple[str, str]],
+                   publication: str | None = None) -> dict[tuple[str, str], CatalogTable]:
+    """The tables of ``tables`` that exist, by (schema, table), in one query (and one
+    for ``publication``'s column lists and row filters, on PostgreSQL 15+)."""
+    version = conn.info.server_version
+    published = published_tables(conn, [publication] if publication else [], tables)
     rows = conn.execute(_TABLES_SQL, ([s for s, _ in tables], [t for _, t in tables]))
     grouped: dict[int, list[tuple[Any, ...]]] = {}
     for row in rows.fetchall():
@@ -67,16 +76,31 @@ def catalog_tables(conn: psycopg.Connection[Any],
     found: dict[tuple[str, str], CatalogTable] = {}
     for oid, group in grouped.items():
         schema, table, _, identity, kind, size, estimate = group[0][:7]
+        publishes = published.get((schema, table), EVERYTHING)
         columns = tuple(Column(_flagged(identity, bool(key)), name, int(typ), int(mod))
                         for *_, name, typ, mod, generated, key, _, _ in group
-                        if name is not None and not generated)
+                        if name is not None
+                        and column_published(publishes, name, generated or "", version))
         star = tuple((name, int(base), int(base_mod))
                      for *_, name, _, _, _, _, base, base_mod in group if name is not None)
         found[schema, table] = CatalogTable(
             Relation(oid, schema, table, str(identity), columns), star,
             None if kind == "p" else int(size or 0),
-            int(estimate) if estimate is not None and int(estimate) > 0 else None)
+            int(estimate) if estimate is not None and int(estimate) > 0 else None,
+            publishes.row_filter)
     return found
+
+
+def snapshot_query(schema: str, table: str, columns: tuple[str, ...],
+                   row_filter: str | None) -> sql.Composed:
+    """``SELECT columns FROM schema.table`` [``WHERE row_filter``]: the rows and columns
+    the publication publishes."""
+    query = sql.SQL("SELECT {} FROM {}").format(
+        sql.SQL(", ").join(sql.Identifier(c) for c in columns), sql.Identifier(schema, table))
+    if row_filter is None:
+        return query
+    # the server's own deparsed expression (pg_publication_tables.rowfilter), not user input
+    return query + sql.SQL(" WHERE {}").format(sql.SQL(row_filter))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +136,13 @@ class TableCheck:
         if kind == "p":
             return cls(True, False, False, star)
         return cls(True, now is None, now is not None and int(now) != int(then), star)
+
+
+def published_table(conn: psycopg.Connection[Any], schema: str, table: str,
+                    publication: str | None) -> CatalogTable:
+    """One table as ``catalog_tables`` describes it (the relation pgoutput would send
+    through ``publication``, and its row filter); LookupError when it does not exist."""
+    found = catalog_tables(conn, [(schema, table)], publication).get((schema, table))
+    if found is None:
+        raise LookupError(f"table {schema}.{table} not found")
+    return found

@@ -84,10 +84,15 @@ def chunk_key(conn: psycopg.Connection[Any], schema: str, table: str) -> ChunkKe
 
 def chunk_query(schema: str, table: str, columns: tuple[str, ...], key: ChunkKey,
                 after: tuple[str, ...] | None, where: str | None,
-                limit: int) -> tuple[sql.Composed, list[Any]]:
+                limit: int, row_filter: str | None = None) -> tuple[sql.Composed, list[Any]]:
     """SELECT the next ``limit`` rows after key ``after`` (text values), every column as
-    text, in key order; ``where`` is the operator's own filter (SQL text, as given)."""
+    text, in key order; ``where`` is the operator's own filter (SQL text, as given),
+    ``row_filter`` the publication's (only the rows the stream carries)."""
     conditions: list[sql.Composable] = []
+    if row_filter:
+        # the server's own deparsed expression (pg_publication_tables.rowfilter), not
+        # user input ('%' doubled: the query has parameters)
+        conditions.append(sql.SQL("({})").format(sql.SQL(row_filter.replace("%", "%%"))))
     params: list[Any] = []
     if after is not None:
         conditions.append(sql.SQL("({}) > ({})").format(

@@ -21,6 +21,7 @@ from cdc.errors import SourceError
 from cdc.log.open import open_log
 
 from ..lsn import format_lsn
+from ..source.messages import incremental_refusal
 from ..source.slot import split_table
 from .chunks import chunk_key
 from .incremental_log import MESSAGE_PREFIX, read_records, table_states
@@ -63,6 +64,9 @@ def snapshot(config_path: Path, table: str | None, where: str | None, chunk: int
         # a request is a WAL message: on the primary when the capture reads a standby
         dsn = config.source.primary_conninfo() or config.source.conninfo()
         with psycopg.connect(dsn, autocommit=True) as conn:
+            refusal = incremental_refusal(conn.info.server_version, config.source.slot)
+            if refusal is not None:  # the request would never reach the capture
+                raise SourceError(f"--table {name}: {refusal}")
             if cancel:
                 lsn = emit_request(conn, {"action": "cancel", "table": name})
                 click.echo(f"cancellation of {name}'s snapshot sent (WAL {lsn}); the capture "

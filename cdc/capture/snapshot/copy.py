@@ -9,11 +9,13 @@ import queue
 import re
 import selectors
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import psycopg
 from psycopg import pq, sql
+
+from .libpq import CopyDrain, copy_drain
 
 BATCH_ROWS = 5_000
 CHUNK_BYTES = 256 << 10  # a chunk handed to the native converter: about this many bytes
@@ -78,8 +80,9 @@ def copy_batches(conn: psycopg.Connection[Any], query: sql.Composable,
 
 def _read_copy(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
                put: Callable[[bytes | None], None], stop: threading.Event) -> None:
-    """``copy`` (``COPY … TO STDOUT``) through ``psycopg.pq`` (one C call per row, the socket
-    waited on without the GIL): ``put`` each chunk of whole lines, then ``put(None)``."""
+    """``copy`` (``COPY … TO STDOUT``) through ``psycopg.pq``, its rows drained from libpq
+    by the native core (``libpq.copy_drain``; else one C call per row), the socket waited
+    on without the GIL: ``put`` each chunk of whole lines, then ``put(None)``."""
     with selectors.DefaultSelector() as waiter:  # select() cannot wait past fd 1023
         _copy_out(conn, copy, chunk_bytes, put, stop, waiter)
 
@@ -106,25 +109,15 @@ def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
         if result is None:
             raise psycopg.OperationalError("COPY returned no result")
         raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
-    get = pgconn.get_copy_data
+    drain = copy_drain(pgconn)
     pending = bytearray()
-    while not stop.is_set():
-        nbytes, data = get(1)
-        if nbytes > 0:
-            pending += data
-            if len(pending) >= chunk_bytes:
-                end = pending.rfind(b"\n") + 1
-                if end:
-                    put(bytes(memoryview(pending)[:end]))
-                    del pending[:end]
-        elif nbytes == 0:
-            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
-            pgconn.consume_input()
-        else:
-            break
+    if drain is not None:
+        ended = _drain_rows(pgconn, drain, chunk_bytes, put, stop, waiter, pending)
     else:
+        ended = _take_rows(pgconn, chunk_bytes, put, stop, waiter, pending)
+    if ended is None:
         return  # abandoned: the connection is closed, not reused
-    if nbytes == -2:
+    if ended == -2:
         raise psycopg.OperationalError(pgconn.get_error_message())
     result = pgconn.get_result()
     while pgconn.get_result() is not None:
@@ -139,8 +132,51 @@ def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
     put(None)
 
 
+def _take_rows(pgconn: pq.abc.PGconn, chunk_bytes: int, put: Callable[[bytes | None], None],
+               stop: threading.Event, waiter: selectors.BaseSelector,
+               pending: bytearray) -> int | None:
+    """The rows of the COPY one ``get_copy_data`` call each (the reference of
+    ``_drain_rows``), ``put`` in chunks; the lines after the last chunk left in
+    ``pending``. Returns -1 when the COPY ended, -2 when libpq failed, None if stopped."""
+    get = pgconn.get_copy_data
+    while not stop.is_set():
+        nbytes, data = get(1)
+        if nbytes > 0:
+            pending += data
+            if len(pending) >= chunk_bytes:
+                end = pending.rfind(b"\n") + 1
+                if end:
+                    put(bytes(memoryview(pending)[:end]))
+                    del pending[:end]
+        elif nbytes == 0:
+            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
+            pgconn.consume_input()
+        else:
+            return nbytes
+    return None
+
+
+def _drain_rows(pgconn: pq.abc.PGconn, drain: CopyDrain, chunk_bytes: int,
+                put: Callable[[bytes | None], None], stop: threading.Event,
+                waiter: selectors.BaseSelector, pending: bytearray) -> int | None:
+    """``_take_rows`` by the native core: one call per chunk (or per read of the
+    socket). Leaves and returns what ``_take_rows`` does."""
+    while not stop.is_set():
+        state, chunk = drain.drain(chunk_bytes)
+        if chunk is not None and state < 0:
+            pending += chunk  # put once the COPY's result is known, as ``_take_rows``'
+        elif chunk is not None:
+            put(chunk)
+        if state == 0:
+            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
+            pgconn.consume_input()
+        elif state < 0:
+            return state
+    return None
+
+
 def copy_chunks_ahead(conn: psycopg.Connection[Any], query: sql.Composable,
-                      chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+                      chunk_bytes: int = CHUNK_BYTES) -> Generator[bytes, None, None]:
     """``copy_chunks``, read by a thread of its own up to ``AHEAD_CHUNKS`` ahead: the
     next chunk arrives while the caller converts and appends this one. ``conn`` is not
     used by anyone else meanwhile; if the caller stops early, the COPY is abandoned

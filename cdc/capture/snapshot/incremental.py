@@ -34,6 +34,7 @@ from ..pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation,
 from ..schema.shapes import ShapeRegistry
 from ..source import session
 from ..source.slot import split_table
+from .catalog import published_table
 from .chunks import WHOLE_TABLE, ChunkKey, NoChunkKeyError, chunk_key, chunk_query
 from .incremental_log import (
     MESSAGE_PREFIX,
@@ -42,7 +43,6 @@ from .incremental_log import (
     table_states,
     tables_record,
 )
-from .initial import catalog_relation
 from .watermarks import KeyTracker, SnapshotXids, surviving
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,7 @@ class IncrementalSnapshots:
     shapes: ShapeRegistry
     publication: str
     new_tables: bool = True
+    refusal: str | None = None  # why none can be performed here (PostgreSQL 13): all fail
     known: dict[str, int] = field(default_factory=dict)  # table → relation oid
     states: dict[str, TableSnapshot] = field(default_factory=dict)
     _conn: psycopg.Connection[Any] | None = None
@@ -265,6 +266,8 @@ class IncrementalSnapshots:
         if self.new_tables and time.monotonic() >= self._next_table_check:
             self._next_table_check = time.monotonic() + NEW_TABLES_CHECK_S
             self.add_new_tables(self._published())
+        if self.refusal is not None and self.states:
+            self._refuse_all(self.refusal)
         if self._chunk is not None or not self.states or time.monotonic() < self._retry_at:
             return
         state = min(self.states.values(), key=lambda s: parse_lsn(s.request_lsn))
@@ -279,6 +282,14 @@ class IncrementalSnapshots:
                 raise
             log.error("incremental snapshot of %s failed: %s", state.table, reason)
             self._close()
+            self._record(state.moved(state="failed", reason=reason))
+
+    def _refuse_all(self, reason: str) -> None:
+        """Record every active snapshot as failed (never read: its watermarks would not
+        come back through the stream), each with ``reason``."""
+        for state in sorted(self.states.values(), key=lambda s: s.table):
+            log.error("incremental snapshot of %s failed (the table's existing rows are "
+                      "not in the log): %s", state.table, reason)
             self._record(state.moved(state="failed", reason=reason))
 
     def _connection(self) -> psycopg.Connection[Any]:
@@ -301,7 +312,8 @@ class IncrementalSnapshots:
             row = conn.execute("SELECT pg_current_snapshot()::text").fetchone()
             assert row is not None
             snapshot = SnapshotXids.parse(str(row[0]))
-            relation = catalog_relation(conn, schema, table)
+            published = published_table(conn, schema, table, self.publication)
+            relation = published.relation
             try:
                 key = chunk_key(conn, schema, table)
             except NoChunkKeyError:
@@ -311,9 +323,13 @@ class IncrementalSnapshots:
                 log.warning("%s has no key to read it in chunks by: it is read in one "
                             "chunk", state.table)
                 key = WHOLE_TABLE
+            if not set(key.names) <= {c.name for c in relation.columns}:
+                log.warning("%s: the publication's column list leaves out its key %s: "
+                            "it is read in one chunk", state.table, ", ".join(key.names))
+                key = WHOLE_TABLE
             query, params = chunk_query(schema, table, tuple(c.name for c in relation.columns),
                                         key, tuple(state.last_key) if state.last_key else None,
-                                        state.where, state.chunk_size)
+                                        state.where, state.chunk_size, published.row_filter)
             rows = conn.execute(query, params).fetchall()
         finally:
             conn.execute("ROLLBACK")
@@ -381,7 +397,7 @@ class IncrementalSnapshots:
         if streamed is not None:  # a column change is in flight: is it settled?
             schema, table = split_table(chunk.state.table)
             with session.connect(self.dsn) as conn:
-                now = catalog_relation(conn, schema, table)
+                now = published_table(conn, schema, table, self.publication).relation
             if not _same_columns(now, relation):
                 log.info("%s changed while a chunk was read: reading it again",
                          chunk.state.table)

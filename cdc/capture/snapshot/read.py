@@ -34,7 +34,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,12 +45,13 @@ from psycopg import sql
 
 from cdc.crashpoints import crash_point
 from cdc.log import Position, Producer, Record
+from cdc.native import snapshot_core
 
 from ..events import CommitInfo, TableShape, complete, read_event, truncate_event
 from ..lsn import format_lsn
 from ..schema.shapes import ShapeRegistry
 from ..source import session
-from .catalog import CatalogTable, TableCheck, catalog_tables
+from .catalog import CatalogTable, TableCheck, catalog_tables, snapshot_query
 from .copy import BATCH_ROWS, copy_batches, copy_chunks, copy_chunks_ahead
 from .native import CopyChunk, NativeRows, NativeTable
 from .progress import SnapshotProgress
@@ -79,7 +80,11 @@ class _SnapshotWriter:
     ``BATCH_ROWS`` records; tells ``on_tables_read`` which tables are complete once their
     rows are durable. With a producer that takes rows encoded natively
     (``append_encoded``), chunks converted by the native core stay in one native buffer
-    (``NativeRows``) instead of a ``Record`` per row; batches are cut the same."""
+    (``NativeRows``) instead of a ``Record`` per row; batches are cut the same.
+
+    A batch is appended in a thread of its own while the next one is converted: one
+    batch in flight at a time, appended (and its tables reported) in order; the producer
+    is used by nobody else until it is done (``settle`` waits for it)."""
 
     def __init__(self, producer: Producer, commit: CommitInfo,
                  on_tables_read: Callable[[list[str]], None] | None,
@@ -96,6 +101,8 @@ class _SnapshotWriter:
         self._append_encoded = getattr(producer, "append_encoded", None)
         self._done: list[str] = []
         self._lock = threading.Lock()
+        self._appender: ThreadPoolExecutor | None = None
+        self._in_flight: Future[None] | None = None
 
     def schema(self, record: Record) -> None:
         """A schema record, appended before the rows that follow it."""
@@ -187,15 +194,50 @@ class _SnapshotWriter:
         snapshot can be recorded complete or interrupted)."""
         with self._lock:
             if self._on_deferred is not None:
+                self._settle()  # the producer is this thread's now
                 self._on_deferred(table)
 
     def flush(self) -> None:
-        """Append what is buffered, then report the tables it completed."""
+        """Append what is buffered, then report the tables it completed; return once
+        that is done."""
         with self._lock:
             self._flush()
+            self._settle()
+
+    def settle(self, *, quiet: bool = False) -> None:
+        """Wait for the batch in flight (its error raised here, or only logged when
+        ``quiet``) and stop the appending thread; what is still buffered is dropped."""
+        with self._lock:
+            try:
+                self._settle()
+            except Exception:
+                if not quiet:
+                    raise
+                log.exception("appending a snapshot batch failed too")
+            finally:
+                if self._appender is not None:
+                    self._appender.shutdown()
+                    self._appender = None
+
+    def _settle(self) -> None:
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()
 
     def _flush(self) -> None:
+        """Hand the buffered batch to the appending thread, once the one before it is
+        durable."""
         parts, self._parts, self._count = self._parts, [], 0
+        done, self._done = self._done, []
+        self._settle()
+        if not parts and not done:
+            return
+        if self._appender is None:
+            self._appender = ThreadPoolExecutor(1, thread_name_prefix="snapshot-append")
+        self._in_flight = self._appender.submit(self._append, parts, done)
+
+    def _append(self, parts: list[list[Record] | NativeRows], done: list[str]) -> None:
+        """Append one batch (durable on return), then report the tables it completed."""
         if parts:
             if len(parts) == 1 and isinstance(parts[0], list):
                 self.producer.append(parts[0])  # durable when it returns
@@ -203,18 +245,25 @@ class _SnapshotWriter:
                 assert self._append_encoded is not None  # NativeRows only then
                 self._append_encoded(parts)  # durable when it returns
             crash_point("snapshot_batch")
-        if self._done and self._on_tables_read is not None:
-            self._on_tables_read(self._done)
-        self._done = []
+        if done and self._on_tables_read is not None:
+            self._on_tables_read(done)
 
 
-def _after_lines(data: bytes, count: int) -> int:
-    """Where the first ``count`` lines of ``data`` end (after the newline of the last)."""
+def after_lines_reference(data: bytes, count: int) -> int:
+    """Where the first ``count`` lines of ``data`` end (after the newline of the last), or
+    ``len(data)`` when it holds fewer."""
     find = data.find
     at = -1
     for _ in range(count):
         at = find(b"\n", at + 1)
+        if at < 0:
+            return len(data)
     return at + 1
+
+
+# the same in one native call (a line at a time here holds the GIL for thousands of steps)
+_after_lines: Callable[[bytes, int], int] = getattr(snapshot_core(), "after_lines",
+                                                    after_lines_reference)
 
 
 @dataclass
@@ -230,13 +279,15 @@ class _Reading:
     outcome: SnapshotOutcome
     lock: threading.Lock = field(default_factory=threading.Lock)
     failed: threading.Event = field(default_factory=threading.Event)
+    publication: str | None = None  # its column lists and row filters are read
 
     def relearn(self, entry: CatalogTable) -> TableShape | None:
         """Read ``entry``'s relation again from the catalog (its lock is held, so it is
         stable) and record a new schema version if it changed; None if it is gone."""
         schema, table = entry.relation.namespace, entry.relation.name
         with self.lock:
-            found = catalog_tables(self.catalog_conn, [(schema, table)]).get((schema, table))
+            found = catalog_tables(self.catalog_conn, [(schema, table)],
+                                   self.publication).get((schema, table))
             if found is None or found.relation.oid != entry.relation.oid:
                 return None
             record = self.shapes.learn(found.relation)
@@ -296,9 +347,7 @@ def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTa
         shape = changed
     reading.progress.start(name, entry.estimated_rows)
     if check.in_snapshot:
-        query = sql.SQL("SELECT {} FROM {}").format(
-            sql.SQL(", ").join(sql.Identifier(c) for c in shape.columns),
-            sql.Identifier(schema, table))
+        query = snapshot_query(schema, table, shape.columns, entry.row_filter)
         native = NativeTable.of(shape)
         if native is not None:
             # the next chunk is read while this one is converted and appended
@@ -351,11 +400,13 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
                 progress: SnapshotProgress | None = None,
                 truncate_first: frozenset[str] = frozenset(),
                 on_tables_read: Callable[[list[str]], None] | None = None,
-                on_deferred: Callable[[str], None] | None = None) -> SnapshotOutcome:
+                on_deferred: Callable[[str], None] | None = None,
+                publication: str | None = None) -> SnapshotOutcome:
     """Read ``tables`` inside the exported snapshot and append them (see the module
     docstring). ``truncate_first``: tables whose truncate event precedes their rows;
     ``on_tables_read``: tables whose rows are all durable; ``on_deferred``: a table to
-    read while streaming instead (called at once, before any later append)."""
+    read while streaming instead (called at once, before any later append);
+    ``publication``: read only the columns and rows it publishes."""
     commit = CommitInfo(orjson.dumps(database), consistent_point, 0,
                         datetime.now(UTC).isoformat(timespec="microseconds")
                         .replace("+00:00", "Z"), snapshot=True)
@@ -364,7 +415,7 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
     display = progress or SnapshotProgress()
     try:
         with session.connect(dsn) as catalog_conn:
-            found = catalog_tables(catalog_conn, tables)
+            found = catalog_tables(catalog_conn, tables, publication)
             entries: list[CatalogTable] = []
             for schema, table in tables:
                 entry = found.get((schema, table))
@@ -388,7 +439,7 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
             log.info("initial snapshot of %d tables, %d connections", len(entries), count,
                      extra={"lsn": format_lsn(consistent_point)})
             reading = _Reading(dsn, snapshot_name, shapes, writer, display, catalog_conn,
-                               outcome)
+                               outcome, publication=publication)
             if count == 1:
                 _worker(reading, pending)
             else:
@@ -397,6 +448,10 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
                                  for _ in range(count)]:
                         done.result()
             writer.flush()
+            writer.settle()
+    except BaseException:
+        writer.settle(quiet=True)  # the producer is the caller's again
+        raise
     finally:
         if progress is None:
             display.close()

@@ -4,9 +4,14 @@ At start-up, and every few seconds while streaming, the capture matches the patt
 against the catalog and adds what the publication lacks: a schema selected whole
 (``public.*``, no exclusion touching it) becomes ``FOR TABLES IN SCHEMA`` on PostgreSQL
 15+ when the role may (a superuser), so new tables join by themselves; any other match is
-listed by name, in batches. A table added by name later is snapshotted incrementally
+listed by name, in batches (also on a publication that has column lists: PostgreSQL adds
+no schema to one). A table added by name later is snapshotted incrementally
 (``incremental``): its rows written before it joined were never streamed. Tables the
 patterns stop selecting are left in the publication (``cdc doctor`` names them).
+
+A publication made by the user is never rewritten: tables already in it keep their column
+lists and row filters (PostgreSQL 15+), which the capture honours
+(``publication_filters``); only tables the patterns select and it lacks are added, whole.
 """
 
 from __future__ import annotations
@@ -45,13 +50,20 @@ def selected_tables(conn: psycopg.Connection[Any], entries: tuple[str, ...]
     return selection.resolve(catalog_tables(conn))
 
 
-def _schema_form(conn: psycopg.Connection[Any], selection: TableSelection) -> tuple[str, ...]:
-    """Schemas to publish ``FOR TABLES IN SCHEMA`` (PostgreSQL 15+, as a superuser)."""
+def _schema_form(conn: psycopg.Connection[Any], selection: TableSelection,
+                 publication: str) -> tuple[str, ...]:
+    """Schemas to publish ``FOR TABLES IN SCHEMA`` (PostgreSQL 15+, as a superuser, and
+    not into a publication with column lists: PostgreSQL refuses that)."""
     schemas = selection.whole_schemas()
     if not schemas or conn.info.server_version < 150000:
         return ()
     row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
-    return schemas if row is not None and row[0] else ()
+    if row is None or not row[0]:
+        return ()
+    listed = conn.execute("SELECT 1 FROM pg_publication_rel r JOIN pg_publication p"
+                          " ON p.oid = r.prpubid WHERE p.pubname = %s"
+                          " AND r.prattrs IS NOT NULL LIMIT 1", (publication,)).fetchone()
+    return () if listed is not None else schemas
 
 
 def ensure_publication(conn: psycopg.Connection[Any], publication: str,
@@ -63,7 +75,7 @@ def ensure_publication(conn: psycopg.Connection[Any], publication: str,
                        (publication,)).fetchone()
     if row is not None and (row[0] or selection.everything):
         return []
-    schemas = _schema_form(conn, selection)
+    schemas = _schema_form(conn, selection, publication)
     wanted = [t for t in selected_tables(conn, tables) if t[0] not in schemas]
     name = sql.Identifier(publication)
     if row is None:

@@ -8,6 +8,9 @@
 - An existing slot whose initial snapshot was interrupted is kept (never dropped): the
   tables not recorded as read are requested as incremental snapshots, performed while
   streaming from the slot's position (``snapshot_resume``).
+  PostgreSQL 13 cannot (no logical decoding messages, so no watermarks): there the slot,
+  never streamed from, is dropped and the snapshot taken again on a new one, each table
+  already in the log after a truncate event.
 - A slot the log knows nothing of (created by hand) is streamed as it is.
 - A slot the log shows this capture streamed from (its initial snapshot completed, or
   this process streamed from it) that the server does not have is *missing*: dropped, or
@@ -27,6 +30,7 @@ from typing import Any
 import psycopg
 
 from cdc.config import PipelineConfig
+from cdc.errors import SourceError
 from cdc.log import NO_POSITION, Log, Producer
 
 from ..lsn import format_lsn
@@ -41,6 +45,7 @@ from ..snapshot.resume import (
     tables_to_stream,
 )
 from . import session
+from .messages import sends_messages
 from .slot import drop_lost_slot, ensure_slot, read_slot, split_table
 from .wal_safety import RECREATE_FLAG, SlotMissingError, advance_wal_past
 
@@ -91,6 +96,9 @@ class SlotStart:
             ensure_slot(conn, dsn, source.slot, two_phase=source.two_phase,
                         failover=source.failover_slot)
             return mode
+        if exists and recorded.state == "started" and not sends_messages(
+                conn.info.server_version):
+            exists = not _drop_unstreamed_slot(conn, source.slot)
         active = {t for t, s in table_states(records).items() if s.active}
         if exists and recorded.state == "started":
             active |= set(self._finish_interrupted(conn, recorded, active))
@@ -158,6 +166,7 @@ class SlotStart:
                 dsn, snapshot_name, consistent_point, shapes=shapes, producer=self.producer,
                 tables=tables, database=source.database or "",
                 workers=source.snapshot_parallel_tables, truncate_first=truncate_first,
+                publication=source.publication,
                 on_tables_read=lambda done: mark_tables_read(self.producer, prefix, slot,
                                                              consistent_point, done),
                 on_deferred=lambda table: self.producer.append(request_records(prefix,
@@ -168,3 +177,19 @@ class SlotStart:
         self.snapshot_taken = True
         self.streamed = outcome.deferred
         return outcome.deferred
+
+
+def _drop_unstreamed_slot(conn: psycopg.Connection[Any], slot: str) -> bool:
+    """PostgreSQL 13: drop the slot of an interrupted initial snapshot (nothing was
+    streamed from it) so the snapshot is taken again; True once dropped."""
+    log.warning("the initial snapshot of slot %s was interrupted, and PostgreSQL %d cannot "
+                "finish it while streaming (incremental snapshots need logical decoding "
+                "messages: PostgreSQL 14+); the slot, never streamed from, is dropped and the "
+                "snapshot taken again on a new one", slot, conn.info.server_version // 10000,
+                extra={"slot": slot})
+    try:
+        conn.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+    except psycopg.errors.ObjectInUse as exc:  # the interrupted process's session lingers
+        raise SourceError(f"replication slot {slot!r} is still in use "
+                          f"({str(exc).strip()}); retrying") from None
+    return True

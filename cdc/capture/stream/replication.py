@@ -143,8 +143,8 @@ class ReplicationConnection:
             options.append(("messages", "true"))
         elif messages:
             log.warning("PostgreSQL %d's pgoutput sends no logical decoding messages: "
-                        "outbox messages (source.messages_prefixes) and dropped-table events "
-                        "are not captured (PostgreSQL 14+ has them)", version,
+                        "DDL records and dropped-table events (cdc ddl) are not captured and "
+                        "incremental snapshots fail (PostgreSQL 14+ has them)", version,
                         extra={"slot": slot})
         if streaming and proto >= 2:
             options.append(("streaming", "on"))  # not "parallel": nothing here applies

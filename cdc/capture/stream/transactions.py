@@ -45,6 +45,7 @@ from ..pgoutput import (
     Insert,
     LogicalMessage,
     Message,
+    Origin,
     Prepare,
     Relation,
     RollbackPrepared,
@@ -172,63 +173,48 @@ class TransactionAssembler:
 
     def feed(self, message: Message, wal_lsn: int) -> None:
         """Apply one decoded message that arrived at ``wal_lsn``."""
-        kind = type(message)
-        if kind is Insert:
-            assert isinstance(message, Insert)
-            shape = self.shapes.get(message.relation_oid)
-            self._emit(insert_events(shape, message.new, wal_lsn), message.xid)
-        elif kind is Update:
-            assert isinstance(message, Update)
-            shape = self.shapes.get(message.relation_oid)
-            self._emit(update_events(shape, message.old_kind, message.old, message.new,
-                                     wal_lsn), message.xid)
-        elif kind is Delete:
-            assert isinstance(message, Delete)
-            shape = self.shapes.get(message.relation_oid)
-            self._emit(delete_events(shape, message.old_kind, message.old, wal_lsn),
-                       message.xid)
-        elif kind is Begin:
-            assert isinstance(message, Begin)
-            self._open = _OpenTransaction(CommitInfo(
-                self._db_json, message.final_lsn, message.xid,
-                pg_micros_to_iso(message.commit_ts)))
-        elif kind is Commit:
-            assert isinstance(message, Commit)
-            self._open = None
-            self._ack = max(self._ack, message.end_lsn)
-        elif kind is Relation:
-            assert isinstance(message, Relation)
-            schema_record, recreated = self.shapes.learn_relation(message)
-            if schema_record is not None:
-                self.ready.append(schema_record)
-            if recreated:
-                self._recreated(message, wal_lsn)
-        elif kind is Truncate:
-            assert isinstance(message, Truncate)
-            self._emit([truncate_event(self.shapes.get(oid), message.cascade,
-                                       message.restart_identity, wal_lsn)
-                        for oid in message.relation_oids], message.xid)
-        elif kind is StreamStart:
-            assert isinstance(message, StreamStart)
-            self._stream_xid = message.xid
-        elif kind is StreamStop:
-            self._stream_xid = None
-        elif kind is StreamCommit:
-            assert isinstance(message, StreamCommit)
-            self._stream_commit(message)
-        elif kind is StreamAbort:
-            assert isinstance(message, StreamAbort)
-            self.spool.abort(message.xid, message.subxid)
-        elif kind is LogicalMessage:
-            assert isinstance(message, LogicalMessage)
-            self._logical_message(message, wal_lsn)
-        elif kind is TypeMsg:
-            assert isinstance(message, TypeMsg)
-            self.shapes.reload_type(message.oid)
-        elif kind is BeginPrepare or kind is Prepare or kind is StreamPrepare \
-                or kind is CommitPrepared or kind is RollbackPrepared:
-            self._two_phase(message)
-        # Origin carries nothing to record
+        match message:
+            case Insert(relation_oid=oid, new=new, xid=xid):
+                self._emit(insert_events(self.shapes.get(oid), new, wal_lsn), xid)
+            case Update(relation_oid=oid, old_kind=old_kind, old=old, new=new, xid=xid):
+                self._emit(update_events(self.shapes.get(oid), old_kind, old, new, wal_lsn),
+                           xid)
+            case Delete(relation_oid=oid, old_kind=old_kind, old=old, xid=xid):
+                self._emit(delete_events(self.shapes.get(oid), old_kind, old, wal_lsn), xid)
+            case Begin():
+                self._open = _OpenTransaction(CommitInfo(
+                    self._db_json, message.final_lsn, message.xid,
+                    pg_micros_to_iso(message.commit_ts)))
+            case Commit():
+                self._open = None
+                self._ack = max(self._ack, message.end_lsn)
+            case Relation():
+                schema_record, recreated = self.shapes.learn_relation(message)
+                if schema_record is not None:
+                    self.ready.append(schema_record)
+                if recreated:
+                    self._recreated(message, wal_lsn)
+            case Truncate():
+                self._emit([truncate_event(self.shapes.get(oid), message.cascade,
+                                           message.restart_identity, wal_lsn)
+                            for oid in message.relation_oids], message.xid)
+            case StreamStart():
+                self._stream_xid = message.xid
+            case StreamStop():
+                self._stream_xid = None
+            case StreamCommit():
+                self._stream_commit(message)
+            case StreamAbort():
+                self.spool.abort(message.xid, message.subxid)
+            case LogicalMessage():
+                self._logical_message(message, wal_lsn)
+            case TypeMsg():
+                self.shapes.reload_type(message.oid)
+            case BeginPrepare() | Prepare() | StreamPrepare() | CommitPrepared() \
+                    | RollbackPrepared():
+                self._two_phase(message)
+            case Origin():
+                pass  # carries nothing to record
 
     def _two_phase(self, message: Message) -> None:
         """The two-phase messages (protocol 3, a ``two_phase`` slot)."""

@@ -105,14 +105,20 @@ class Checkpointer:
                            "what might be lost") from exc
 
     def finish(self) -> None:
-        """Sync everything written and delete every journal file (on close)."""
+        """Sync everything written and delete every journal file (on close). A journal
+        file that holds no batch (every batch since the last rotation made durable by
+        its segment's own fdatasync) covers nothing: deleted with no sync at all."""
         self._collect()
         self._thread.shutdown(wait=True)
         segments = [writer.segment_path for writer in self._written]
         self._written.clear()
         finished = self.journal.path
+        empty = not self.journal.bytes_written
         self.journal.close()
-        self._sync_then_discard(segments, finished)
+        if empty:  # a crash before the deletion is durable leaves an empty file: no-op
+            finished.unlink(missing_ok=True)
+        else:
+            self._sync_then_discard(segments, finished)
 
     def _sync_then_discard(self, segments: Sequence[str], journal_file: Path) -> None:
         sync_segments(self._root, segments)

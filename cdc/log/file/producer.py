@@ -2,7 +2,11 @@
 
 With ``fsync`` on, a batch is made durable by one fdatasync of the batch journal
 (``journal``), not one per partition it touches; checkpoints (``checkpoint``) sync the
-segments in the background, and a journal left by a crash is replayed on open.
+segments in the background, and a journal left by a crash is replayed on open. A batch
+of a single partition needs no journal: its segment's own fdatasync makes it durable (one
+fdatasync too, and its lines written once instead of twice); nor does a batch of a few
+partitions with much data each (``_syncs_segments``): one fdatasync per segment then
+costs less than writing it all twice.
 
 Besides the log-wide ``.writer.lock`` (one capture per log), it takes the writer lock of
 each topic it writes (``topic_lock``), so a connector's ``FileTopicProducer`` may append
@@ -34,22 +38,35 @@ from .notify import TOPICS_BELL, doorbell_name, doorbell_path, ring, ring_path
 from .retention import apply_retention
 from .topic_lock import TopicLock, topic_locks
 from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta, write_meta
-from .writer import PartitionWriter, fsync_dir
+from .writer import PartitionWriter, fsync_dir, sync_file
 
 if TYPE_CHECKING:
     from .log import FileLog
 
 RETENTION_CHECK_S = 30.0  # every partition written is checked this often
 RETENTION_SLICE = 256  # partitions checked at once
+# a batch of at most this many partitions, with at least this many bytes each on average,
+# is made durable by fdatasyncs of its segments instead of the journal (``_syncs_segments``)
+DIRECT_SYNC_PARTITIONS = 8
+DIRECT_SYNC_BYTES = 256 << 10
 # the grouping loop of ``append`` in one native call (a module built before it has none)
 _GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
                           dict[tuple[str, int], list[Record]] | None] | None = (
     getattr(CORE, "group_records", None) if CORE is not None else None)
 
 
+def _syncs_segments(parts: Sequence[tuple[bytes, int, int, bytes]]) -> bool:
+    """True when a batch of these parts is made durable by each segment's own fdatasync
+    rather than the journal's: a few partitions with much data each (a snapshot's
+    batches), where copying it all to the journal costs more than a few more syncs."""
+    return (len(parts) <= DIRECT_SYNC_PARTITIONS
+            and sum(len(part[3]) for part in parts) >= DIRECT_SYNC_BYTES * len(parts))
+
+
 class FileProducer:
-    """Appends batches; every batch is durable (one journal fdatasync) when ``append``
-    returns. Only one producer may write to a log directory at a time."""
+    """Appends batches; every batch is durable (one fdatasync: the journal's, or the
+    segment's for a batch of one partition) when ``append`` returns. Only one producer
+    may write to a log directory at a time."""
 
     def __init__(self, log: FileLog) -> None:
         self._log = log
@@ -153,7 +170,10 @@ class FileProducer:
         """Write each partition's records (or its pieces, in order: runs of records and
         ``EncodedPart``s of ``append_encoded``), then make the batch durable."""
         now_ms = int(time.time() * 1000)
-        journaled = self._checkpoints is not None
+        # one partition: its segment is fdatasynced as it is written (it then holds the
+        # batch and everything written to it before durably); else see ``_durable_parts``
+        direct = self._checkpoints is not None and len(batches) == 1
+        journaled = self._checkpoints is not None and not direct
         parts: list[tuple[bytes, int, int, bytes]] = []
         written: list[PartitionWriter] = []
         # a TopicPartition hashes and compares like its plain tuple: look up with either
@@ -163,22 +183,30 @@ class FileProducer:
                 crash_point("mid_append")
             writer = writers.get(key) or self.writer(TopicPartition(*key))
             if batch and not isinstance(batch[0], Record):
-                first, data = self._write_pieces(writer, batch, now_ms)
+                first, data = self._write_pieces(writer, batch, now_ms, sync=direct)
             else:
-                first, data = writer.write(cast("list[Record]", batch), now_ms)
+                first, data = writer.write(cast("list[Record]", batch), now_ms, sync=direct)
             if journaled:
                 parts.append((self._topic_name(key[0]), key[1], first, data))
                 written.append(writer)
+        if parts and _syncs_segments(parts):
+            for writer in written:
+                sync_file(writer.segment_path)
+            parts, written = [], []
         self._made_durable(parts, written, batches)
 
     @staticmethod
     def _write_pieces(writer: PartitionWriter, pieces: list[list[Record] | EncodedPart],
-                      now_ms: int) -> tuple[int, bytes]:
+                      now_ms: int, *, sync: bool) -> tuple[int, bytes]:
+        """Write the pieces in order (the last one with ``sync``: the segment then holds
+        them all durably)."""
         first = -1
         datas = []
-        for piece in pieces:
-            at, data = (writer.write(piece, now_ms) if isinstance(piece, list)
-                        else writer.write_encoded(piece, now_ms))
+        last = len(pieces) - 1
+        for i, piece in enumerate(pieces):
+            at, data = (writer.write(piece, now_ms, sync=sync and i == last)
+                        if isinstance(piece, list)
+                        else writer.write_encoded(piece, now_ms, sync=sync and i == last))
             first = at if first < 0 else first
             datas.append(data)
         return first, datas[0] if len(datas) == 1 else b"".join(datas)
@@ -193,7 +221,8 @@ class FileProducer:
     def _made_durable(self, parts: list[tuple[bytes, int, int, bytes]],
                       written: list[PartitionWriter], keys: Iterable[tuple[str, int]]) -> None:
         """After a batch's lines went to their segments: the journal (the whole batch
-        durable in one fdatasync), the consumers' doorbells, then housekeeping."""
+        durable in one fdatasync; no ``parts`` when the segment was synced itself), the
+        consumers' doorbells, then housekeeping."""
         checkpoints = self._checkpoints
         if checkpoints is not None and parts:
             checkpoints.journal.write(parts)

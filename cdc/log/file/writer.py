@@ -3,8 +3,9 @@
 A writer keeps its segment and index files open only while the log's ``HandlePool``
 lets it (see ``handles``); closed by the pool, it fsyncs first and reopens on next use.
 A ``journaled`` writer leaves durability to the producer's journal (``journal``): it opens,
-appends to and closes its files on each write (no pool, no fsync), and only a segment
-rollover syncs the finished segment.
+appends to and closes its files on each write (no pool, no fsync unless the producer asks
+for one: a batch of a single partition is made durable by its segment's own fdatasync,
+with no journal copy), and only a segment rollover syncs the finished segment.
 """
 
 from __future__ import annotations
@@ -52,11 +53,15 @@ def _write_all(fd: int, data: bytes) -> None:
             view = view[os.write(fd, view):]
 
 
-def _append_once(path: str, data: bytes, *, create: bool = False) -> None:
-    """Append ``data`` to a file through a descriptor of its own, closed at once."""
+def _append_once(path: str, data: bytes, *, create: bool = False,
+                 sync: bool = False) -> None:
+    """Append ``data`` to a file through a descriptor of its own, closed at once (after an
+    fdatasync when ``sync``)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0), 0o644)
     try:
         _write_all(fd, data)
+        if sync:
+            os.fdatasync(fd)
     finally:
         os.close(fd)
 
@@ -184,21 +189,23 @@ class PartitionWriter:
 
     def write(self, records: Sequence[Record], now_ms: int, *,
               sync: bool = False) -> tuple[int, bytes]:
-        """Write ``records`` after the last one (into the page cache unless ``sync``);
-        returns the first offset written and the bytes (the journal's copy)."""
+        """Write ``records`` after the last one (into the page cache unless ``sync``: then
+        the segment is fdatasynced, even when ``journaled``); returns the first offset
+        written and the bytes (the journal's copy)."""
         first = self._next_first()
         data, entries, self._last_indexed = encode_batch(
             records, first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
         last = records[-1].position if records else NO_POSITION
         return self._put(first, data, entries, len(records), last, sync=sync)
 
-    def write_encoded(self, part: EncodedPart, now_ms: int) -> tuple[int, bytes]:
-        """As ``write`` (into the page cache) of the records ``part`` stands for, their
-        lines encoded by ``part`` itself (``FileProducer.append_encoded``)."""
+    def write_encoded(self, part: EncodedPart, now_ms: int, *,
+                      sync: bool = False) -> tuple[int, bytes]:
+        """As ``write`` of the records ``part`` stands for, their lines encoded by ``part``
+        itself (``FileProducer.append_encoded``)."""
         first = self._next_first()
         data, entries, self._last_indexed = part.encode(
             first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
-        return self._put(first, data, entries, part.count, part.last_position, sync=False)
+        return self._put(first, data, entries, part.count, part.last_position, sync=sync)
 
     def _next_first(self) -> int:
         """The offset of the next record, a new segment started first when it is due."""
@@ -214,7 +221,7 @@ class PartitionWriter:
         position ``last``) and their index entries."""
         index_entries = b"".join(INDEX_ENTRY.pack(offset, at) for offset, at in entries)
         if self.journaled:  # open, write, close: no file stays open, no pool to consult
-            _append_once(self.segment_path, data)
+            _append_once(self.segment_path, data, sync=sync and self.fsync)
             if index_entries:
                 _append_once(self._index_path, index_entries, create=True)
         else:

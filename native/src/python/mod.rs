@@ -4,6 +4,7 @@
 
 mod batch;
 mod bytes;
+mod copy_drain;
 mod decode;
 mod dml;
 mod encode;
@@ -11,6 +12,7 @@ mod group;
 mod ints;
 mod named_tuple;
 mod partition;
+mod redis_args;
 mod snapshot;
 mod spool;
 mod untrack;
@@ -29,11 +31,14 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<snapshot::SnapshotPlan>()?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_batch, module)?)?;
     module.add_class::<snapshot::SnapshotBatch>()?;
+    module.add_class::<copy_drain::CopyDrain>()?;
+    module.add_function(wrap_pyfunction!(snapshot::after_lines, module)?)?;
     module.add_function(wrap_pyfunction!(dml::dml_event, module)?)?;
     module.add_function(wrap_pyfunction!(dml::dml_record, module)?)?;
     module.add_function(wrap_pyfunction!(spool::spool_frame, module)?)?;
     module.add_function(wrap_pyfunction!(spool::spool_records, module)?)?;
     module.add_function(wrap_pyfunction!(group::group_records, module)?)?;
     module.add_function(wrap_pyfunction!(batch::feed_batch, module)?)?;
+    module.add_function(wrap_pyfunction!(redis_args::redis_rows, module)?)?;
     Ok(())
 }

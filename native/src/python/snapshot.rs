@@ -357,3 +357,16 @@ impl SnapshotBatch {
         ))
     }
 }
+
+/// Where the first `count` lines of `data` end (just after the newline of the last), or
+/// `len(data)` when it holds fewer: the byte where a snapshot batch is cut in a chunk
+/// (`cdc/capture/snapshot/read.py`'s `after_lines_reference` is the reference).
+#[pyfunction]
+pub fn after_lines(data: &[u8], count: usize) -> usize {
+    if count == 0 {
+        return 0;
+    }
+    memchr::memchr_iter(b'\n', data)
+        .nth(count - 1)
+        .map_or(data.len(), |at| at + 1)
+}

@@ -91,6 +91,7 @@ pub fn spool_records<'py>(
     let mut value = Vec::new();
     let mut total = 0usize;
     while records.len() < limit && total < max_bytes {
+        let frame_start = at;
         let Some((frame, next)) = read_frame(data, at) else {
             break;
         };
@@ -102,7 +103,10 @@ pub fn spool_records<'py>(
             Some((bytes, name)) if *bytes == frame.topic => name.clone(),
             _ => {
                 let text = std::str::from_utf8(frame.topic).map_err(|e| {
-                    PyValueError::new_err(format!("spooled topic is not UTF-8: {e}"))
+                    PyValueError::new_err(format!(
+                        "the spool frame at byte {frame_start} has a topic that is not \
+                         UTF-8 ({e}): the spool file is damaged"
+                    ))
                 })?;
                 let name = PyString::new(py, text);
                 topic = Some((frame.topic, name.clone()));

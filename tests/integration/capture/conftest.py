@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from cdc.capture.runner import Capture, CaptureSettings
+from cdc.capture.source.messages import sends_messages
 from cdc.config import PipelineConfig, load_config
 from cdc.log import Log, Message
 from cdc.log.open import open_log
@@ -71,9 +72,29 @@ class CaptureEnv:
             time.sleep(0.2)
 
 
+def server_version(dsn: str) -> int:
+    """The server's ``server_version_num`` (e.g. 130022)."""
+    with psycopg.connect(dsn) as conn:
+        return conn.info.server_version
+
+
+def require_messages(dsn: str, feature: str) -> None:
+    """Skip on a server whose pgoutput sends no logical decoding messages (13), where the
+    README's version table says ``feature`` is not available."""
+    version = server_version(dsn)
+    if not sends_messages(version):
+        pytest.skip(f"PostgreSQL {version // 10000}: pgoutput sends no logical decoding "
+                    f"messages (14+), so {feature} is not available there (README, "
+                    "\"PostgreSQL versions and high availability\"); "
+                    "tests/integration/capture/test_pg13_without_messages.py checks the "
+                    "error it stops with instead")
+
+
 @pytest.fixture
 def capture_env(fresh_database: str, unique_name: str, tmp_path: Path) -> CaptureEnv:
     dsn = fresh_database
+    # outbox messages: from PostgreSQL 14 (13 refuses source.messages_prefixes)
+    messages = "  messages_prefixes: [outbox]\n" if sends_messages(server_version(dsn)) else ""
     config_path = tmp_path / "pipeline.yaml"
     config_path.write_text(f"""
 source:
@@ -81,8 +102,7 @@ source:
   slot: {unique_name}
   publication: {unique_name}
   heartbeat_interval: 1s
-  messages_prefixes: [outbox]
-log:
+{messages}log:
   backend: file
   path: {tmp_path / 'log'}
   partitions: 3

@@ -10,8 +10,9 @@ from psycopg import sql
 
 from cdc.capture.lsn import parse_lsn
 from cdc.capture.runner import Capture
+from cdc.capture.source.messages import sends_messages
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, server_version
 
 
 def test_insert_update_delete_truncate_events(capture_env: CaptureEnv,
@@ -81,13 +82,17 @@ def test_outbox_messages_and_large_streamed_transaction(
     with psycopg.connect(env.dsn, autocommit=True) as conn:  # force streaming early
         conn.execute(sql.SQL("ALTER DATABASE {} SET logical_decoding_work_mem = '64kB'")
                      .format(sql.Identifier(env.slot)))
+    # PostgreSQL 13: no outbox messages, and the big transactions are decoded at their
+    # commit instead of streamed before it (README's version table); the same rows arrive
+    messages = sends_messages(server_version(env.dsn))
+    outbox = ["SELECT pg_logical_emit_message(true, 'outbox', '{\"order\": 7}')"]
     run_capture()
     env.sql("INSERT INTO items SELECT g, repeat('p', 200) FROM generate_series(1, 3000) g",
             "SAVEPOINT s1",
             "INSERT INTO items SELECT g, 'aborted' FROM generate_series(3001, 4000) g",
             "ROLLBACK TO SAVEPOINT s1",
             "INSERT INTO items SELECT g, 'kept' FROM generate_series(4001, 4500) g",
-            "SELECT pg_logical_emit_message(true, 'outbox', '{\"order\": 7}')")
+            *(outbox if messages else []))
     with psycopg.connect(env.dsn) as conn:  # a big transaction that aborts
         conn.execute("INSERT INTO items SELECT g, 'gone' FROM generate_series(9001, 12000) g")
         conn.rollback()
@@ -96,8 +101,11 @@ def test_outbox_messages_and_large_streamed_transaction(
     ids = sorted(orjson.loads(m.key)["id"] for m in items)
     assert ids == list(range(1, 3001)) + list(range(4001, 4501)) + list(range(5001, 8001))
     assert len({m.position for m in items}) == len(items)
-    outbox = env.wait_for("messages", 1)
-    assert [orjson.loads(m.value)["message"]["content"] for m in outbox] == [{"order": 7}]
+    if not messages:
+        assert env.events("messages") == []
+        return
+    found = env.wait_for("messages", 1)
+    assert [orjson.loads(m.value)["message"]["content"] for m in found] == [{"order": 7}]
     with psycopg.connect(env.dsn) as conn:
         streamed = conn.execute("SELECT stream_txns FROM pg_stat_replication_slots "
                                 "WHERE slot_name = %s", (env.slot,)).fetchone()

@@ -14,7 +14,7 @@ from cdc.capture.runner import Capture
 from cdc.capture.schema import ddl
 from cdc.cli import main
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, require_messages
 from .test_capture_fidelity import _replayed, _topic_values
 
 
@@ -24,6 +24,9 @@ def _cdc(*args: str) -> str:
     return result.output
 
 
+DDL_CAPTURE = "the DDL capture (cdc ddl install, dropped-table events)"
+
+
 def _ops(events: list[dict[str, Any]]) -> str:
     return "".join(e["op"] for e in events)
 
@@ -31,6 +34,7 @@ def _ops(events: list[dict[str, Any]]) -> str:
 def test_dropped_tables_are_emptied_downstream(capture_env: CaptureEnv,
                                                run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, DDL_CAPTURE)
     _cdc("ddl", "install", "-c", str(env.config_path))
     env.sql("CREATE TABLE gone (id int PRIMARY KEY, v text)",
             "INSERT INTO gone VALUES (1, 'snapshot')",
@@ -69,6 +73,7 @@ def test_dropped_tables_are_emptied_downstream(capture_env: CaptureEnv,
 def test_dropped_and_created_again_keeps_only_the_new_rows(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, DDL_CAPTURE)
     _cdc("ddl", "install", "-c", str(env.config_path))
     env.sql("CREATE TABLE t (id int PRIMARY KEY, v text)", "INSERT INTO t VALUES (1, 'old')",
             "CREATE TABLE u (id int PRIMARY KEY, v text)", "INSERT INTO u VALUES (1, 'old')")
@@ -94,6 +99,7 @@ def test_dropped_and_created_again_keeps_only_the_new_rows(
 
 def test_install_adds_the_drop_trigger_to_an_older_install(capture_env: CaptureEnv) -> None:
     env = capture_env
+    require_messages(env.dsn, DDL_CAPTURE)
     config = str(env.config_path)
     with psycopg.connect(env.dsn, autocommit=True) as conn:  # what an older version made
         for statement in ddl.install_statements()[:4]:

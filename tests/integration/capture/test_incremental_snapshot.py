@@ -19,7 +19,7 @@ from cdc.capture.runner import Capture
 from cdc.capture.snapshot import incremental
 from cdc.cli import main
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, require_messages
 from .snapshot_check import (
     PacedWriter,
     differences,
@@ -37,11 +37,14 @@ from .test_capture_crash import start_capture
 # 200,000 by default (a few tens of seconds here); the benchmark reads 1,000,000
 ROWS = int(os.environ.get("DISTRIBUTARY_SNAPSHOT_TEST_ROWS", "200000"))
 ITEMS = "SELECT row_to_json(i) FROM items i"
+INCREMENTAL = ("incremental snapshots (cdc snapshot, tables joining the publication, "
+               "snapshot: always on an existing slot)")
 
 
 def test_incremental_snapshot_under_concurrent_writes(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     fill_items(env, ROWS)
     use_config(env, snapshot="never")
     run_capture()
@@ -62,6 +65,7 @@ def test_incremental_snapshot_under_concurrent_writes(
 def test_a_killed_incremental_snapshot_resumes_after_its_last_chunk(
         capture_env: CaptureEnv) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     rows = 30_000
     fill_items(env, rows)
     use_config(env, snapshot="never")
@@ -114,6 +118,7 @@ def test_a_killed_incremental_snapshot_resumes_after_its_last_chunk(
 def test_any_key_type(capture_env: CaptureEnv, run_capture: Callable[[], Capture],
                       ddl: str, fill: str, key: tuple[str, ...]) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     env.sql(ddl, fill, "CREATE TABLE marker (id bigint PRIMARY KEY)")
     use_config(env, snapshot="never")
     run_capture()
@@ -128,6 +133,7 @@ def test_any_key_type(capture_env: CaptureEnv, run_capture: Callable[[], Capture
 def test_a_table_without_a_key_is_refused_clearly(capture_env: CaptureEnv,
                                                   run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     env.sql("CREATE TABLE loose (a int, b text)", "ALTER TABLE loose REPLICA IDENTITY FULL")
     run_capture()
     result = CliRunner().invoke(main, ["snapshot", "-c", str(env.config_path),
@@ -144,6 +150,7 @@ def test_a_table_without_a_key_is_refused_clearly(capture_env: CaptureEnv,
 
 def test_cancel_and_status(capture_env: CaptureEnv, run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     fill_items(env, 20_000)
     use_config(env, snapshot="never")
     run_capture()
@@ -164,6 +171,7 @@ def test_a_table_joining_the_publication_is_snapshotted(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture],
         monkeypatch: pytest.MonkeyPatch) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
     env.sql("CREATE TABLE first (id int PRIMARY KEY)",
             "CREATE TABLE later (id int PRIMARY KEY, v text)",
@@ -193,6 +201,7 @@ def test_a_table_created_under_for_all_tables_is_not_read_again(
 def test_snapshot_mode_always_reads_the_tables_again_at_each_start(
         capture_env: CaptureEnv) -> None:
     env = capture_env
+    require_messages(env.dsn, INCREMENTAL)
     env.sql("CREATE TABLE kept (id int PRIMARY KEY, v text)",
             "CREATE TABLE marker (id bigint PRIMARY KEY)",
             "INSERT INTO kept SELECT g, 'v' FROM generate_series(1, 100) g")

@@ -7,8 +7,9 @@ from collections.abc import Callable
 import orjson
 
 from cdc.capture.runner import Capture
+from cdc.capture.source.messages import sends_messages
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, server_version
 
 
 def test_existing_rows_are_read_then_changes_stream(capture_env: CaptureEnv,
@@ -42,12 +43,14 @@ def test_an_interrupted_snapshot_is_taken_again(capture_env: CaptureEnv) -> None
     assert crashing.wait(timeout=60) == -9, "killed in the middle of the snapshot"
     before_crash = len(env.events("items"))
     assert 0 < before_crash < 12000
+    # PostgreSQL 13 takes the snapshot again on a new slot, after a truncate event
+    again = 12000 + (not sends_messages(server_version(env.dsn)))
     survivor = start_capture(env)
     try:
-        env.wait_for("items", before_crash + 12000)  # the rows before the crash, read twice
+        env.wait_for("items", before_crash + again)  # the rows before the crash, read twice
         env.sql("INSERT INTO items VALUES (20000, 'streamed')")
         events = [orjson.loads(m.value)
-                  for m in env.wait_for("items", before_crash + 12001)]
+                  for m in env.wait_for("items", before_crash + again + 1)]
     finally:
         survivor.terminate()
         survivor.wait(timeout=30)

@@ -56,6 +56,8 @@ INSERT INTO typed VALUES
      '"x"', '  {"deep": [[[{"k": "\u0000"}]]]}  ')
 """
 
+NUMERIC_INFINITY_MIN_VERSION = 140000  # numeric ±Infinity (13: NaN in its place)
+
 
 def _snapshot(dsn: str, log_dir: Path, slot: str) -> list[tuple[int, bytes, bytes]]:
     """``(seq, key, value)`` of every record of the table's snapshot, in order."""
@@ -100,7 +102,8 @@ def test_native_and_reference_snapshots_are_the_same_bytes(
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute(TABLE)
         conn.execute(FILL, (ROWS,))
-        conn.execute(ODD)
+        conn.execute(ODD if conn.info.server_version >= NUMERIC_INFINITY_MIN_VERSION
+                     else ODD.replace("'-Infinity', '-Infinity'", "'NaN', '-Infinity'"))
     chunks: list[int] = []
     for name in ("records", "rows"):  # Records, or rows encoded natively for the file log
         monkeypatch.setattr(NativeTable, name, _counting(getattr(NativeTable, name), chunks))

@@ -17,13 +17,16 @@ from cdc.cli import main
 from cdc.errors import SourceError
 from cdc.log import Message
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, require_messages
 from .test_schema_evolution import versions_of
 
 
 def _cdc(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.output
+
+
+DDL_CAPTURE = "the DDL capture (cdc ddl install)"
 
 
 def _ddl_events(env: CaptureEnv, count: int, timeout: float = 30) -> list[Message]:
@@ -46,6 +49,7 @@ def _content(message: Message) -> dict[str, Any]:
 def test_install_capture_uninstall_and_doctor(capture_env: CaptureEnv,
                                               run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, DDL_CAPTURE)
     config = str(env.config_path)
     env.sql("CREATE TABLE t (id int PRIMARY KEY, a int)")
     code, output = _cdc("doctor", "-c", config)
@@ -102,6 +106,7 @@ def test_install_capture_uninstall_and_doctor(capture_env: CaptureEnv,
 def test_a_role_without_replication_runs_ddl_and_may_not_install(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture]) -> None:
     env = capture_env
+    require_messages(env.dsn, DDL_CAPTURE)
     role = f"{env.slot}_app"
     env.sql(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)).as_string(None),
             sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role))

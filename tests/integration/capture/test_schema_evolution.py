@@ -21,10 +21,12 @@ from psycopg import sql
 
 from cdc.capture.lsn import parse_lsn
 from cdc.capture.runner import Capture
+from cdc.capture.source.messages import sends_messages
 from cdc.log import StartAt
 from cdc.log.file import FileLog
 
-from .conftest import CaptureEnv
+from .conftest import CaptureEnv, server_version
+from .snapshot_check import wait_state
 
 
 class Writer:
@@ -313,7 +315,17 @@ def test_rename_column_and_table_mid_stream(capture_env: CaptureEnv,
     with psycopg.connect(env.dsn) as conn:
         rows = conn.execute("SELECT id, a, title FROM r2").fetchall()
     final = {i: {"id": i, "a": a, "title": t} for i, a, t in rows}
-    after = wait_replayed(env, "r2", final)
+    messages = sends_messages(server_version(env.dsn))
+    if messages:
+        after = wait_replayed(env, "r2", final)
+    else:  # PostgreSQL 13: no snapshot into the new topic (no watermarks): it fails,
+        # saying so, and the two topics together hold the table
+        failed = wait_state(env, "public.r2", "failed", timeout=30)
+        assert failed.reason is not None and failed.reason.startswith("PostgreSQL 13: ")
+        after = wait_events(env, "r2", len(new) + 1)  # the inserts and the update
+        replayed = replay(before + after)  # rows written before the column's rename
+        assert {i: (r["a"], r.get("title")) for i, r in replayed.items()} == {  # have label
+            i: (r["a"], r["title"]) for i, r in final.items()}
     assert_in_commit_order(before)
     assert_in_commit_order([e for e in after if e["op"] != "r"])
 
@@ -333,7 +345,8 @@ def test_rename_column_and_table_mid_stream(capture_env: CaptureEnv,
     assert [e["key"]["id"] for e in after if e["op"] == "c"] == new
     # the renamed table was new to the publication by name: it was snapshotted into its
     # new topic, so that topic alone holds every row
-    assert {e["key"]["id"] for e in after if e["op"] == "r"} >= set(old)
+    reads = {e["key"]["id"] for e in after if e["op"] == "r"}
+    assert reads >= set(old) if messages else reads == set()
     assert all(e["source"]["table"] == "r" for e in before)
     assert all(e["source"]["table"] == "r2" for e in after)
     label_update = next(e for e in before if e["op"] == "u")

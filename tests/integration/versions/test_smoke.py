@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from cdc.capture.snapshot.incremental_log import read_records, table_states
 from cdc.capture.snapshot.resume import request_records
 from cdc.config import load_config
 from cdc.log.file import FileLog
@@ -122,3 +123,10 @@ def test_incremental_snapshots_run_from_14_and_are_reported_on_13(
     if server_major < 14:  # an error names the table whose snapshot cannot run
         assert any("public.early" in r.getMessage() and "PostgreSQL 13" in r.getMessage()
                    for r in caplog.records if r.levelname == "ERROR")
+        log = FileLog(scenario.log_dir)  # recorded as failed, with the way out: no wait
+        try:
+            state = table_states(read_records(log, prefix))["public.early"]
+        finally:
+            log.close()
+        assert state.state == "failed" and state.reason is not None
+        assert "--recreate-lost-slot" in state.reason

@@ -1,0 +1,76 @@
+"""The plain batch rendered by the native core (``distributary_native.redis_rows``,
+``native/src/python/redis_args.rs``) straight from the events' raw JSON: keys, versions
+and values without a Python object per event beyond the arguments themselves.
+
+``NativeRows.rows`` answers ``None`` whenever the native renderer leaves the batch to
+Python (not plain, or a case it does not render: a float key column, a duplicate JSON
+member...); ``plain.PlainRows`` then runs its Python loop, the reference the native rows
+are tested against (``tests/unit/connectors/test_redis_native_rows.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeAlias, cast
+
+from cdc import native
+from connectors.contract import SinkEvent
+from connectors.placeholders import TableNames
+
+from . import batch as script_batch
+from .batch import Arg, ScriptBatch
+from .keys import KeyParts, KeyTemplates
+from .truncate import VERSION_PREFIX
+
+TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
+Rendered: TypeAlias = tuple[list[str], list[str], list[Arg], list[tuple[int, int]]]
+
+
+class RedisRowsCore(Protocol):
+    """``distributary_native.redis_rows`` (see ``native/src/python/redis_args.rs``)."""
+
+    def redis_rows(self, events: list[SinkEvent], tables: dict[TableId, KeyParts | None],
+                   version_prefix: str, max_value_bytes: int, chunk_rows: int,
+                   chunk_bytes: int) -> tuple[Rendered | None, TableId | None]: ...
+
+
+def redis_core() -> RedisRowsCore | None:
+    """The native renderer when the switch allows and the installed module has it."""
+    core = native.CORE if native.enabled() else None
+    if core is None or not hasattr(core, "redis_rows"):
+        return None
+    return cast(RedisRowsCore, core)
+
+
+class NativeRows:
+    """Plain batches through the native renderer, with the tables' key parts it needs."""
+
+    def __init__(self, core: RedisRowsCore, keys: KeyTemplates, viewed: set[tuple[str, str]],
+                 topic_prefix: str, max_value_bytes: int) -> None:
+        self._core = core
+        self._keys = keys
+        self._viewed = viewed
+        self._prefix = topic_prefix
+        self._max_bytes = max_value_bytes
+        self._tables: dict[TableId, KeyParts | None] = {}
+
+    def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
+             ) -> ScriptBatch | None:
+        """The rows of ``events``, or ``None``: Python decides."""
+        batch = events if isinstance(events, list) else list(events)
+        for _ in range(len(batch) + 1):  # each round adds a table: ends by then
+            rendered, missing = self._core.redis_rows(
+                batch, self._tables, VERSION_PREFIX, self._max_bytes, script_batch.CHUNK_ROWS,
+                script_batch.CHUNK_BYTES)
+            if missing is None:
+                return None if rendered is None else ScriptBatch.rendered(ttls, batch,
+                                                                          *rendered)
+            self._tables[missing] = self._parts(*missing)
+        return None
+
+    def _parts(self, topic: str, schema: str, table: str) -> KeyParts | None:
+        """The key parts of a table (``None``: a view reads it)."""
+        names = TableNames.of(topic, {"schema": schema, "table": table}, self._prefix)
+        if (names.schema, names.table) in self._viewed:
+            return None
+        return self._keys.parts(names)

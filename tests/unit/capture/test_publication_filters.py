@@ -1,0 +1,58 @@
+"""Column lists and row filters of publications (pure logic): how several publications
+combine, which columns pgoutput sends on each version, and the snapshot's queries."""
+
+from __future__ import annotations
+
+from cdc.capture.snapshot.catalog import snapshot_query
+from cdc.capture.snapshot.chunks import ChunkKey, KeyColumn, chunk_query
+from cdc.capture.source.publication_filters import (
+    EVERYTHING,
+    PublishedTable,
+    column_published,
+    combine,
+)
+
+
+def test_one_publication_keeps_its_list_and_filter() -> None:
+    assert combine([(["id", "a"], "(a > 10)")]) == \
+        PublishedTable(frozenset({"id", "a"}), "(a > 10)")
+
+
+def test_several_publications_union_columns_and_or_filters() -> None:
+    combined = combine([(["id", "a"], "(a > 10)"), (["id", "b"], "(b = 'x')")])
+    assert combined == PublishedTable(frozenset({"id", "a", "b"}),
+                                      "((a > 10)) OR ((b = 'x'))")
+
+
+def test_a_publication_without_filter_publishes_every_row() -> None:
+    assert combine([(["id"], "(a > 10)"), (["id", "a"], None)]).row_filter is None
+    assert combine([(None, "(a > 10)"), (["id"], "(a > 10)")]) == \
+        PublishedTable(None, "(a > 10)")  # the same filter twice is one
+
+
+def test_generated_columns_are_sent_on_18_only_when_published_and_stored() -> None:
+    listed = PublishedTable(frozenset({"id", "g"}), None)
+    assert column_published(listed, "g", "s", 180001)
+    assert not column_published(listed, "g", "s", 170006)  # 15-17 never send them
+    assert not column_published(listed, "g", "v", 180001)  # virtual: never
+    assert not column_published(EVERYTHING, "g", "s", 180001)  # not published
+    assert column_published(EVERYTHING, "b", "", 130000)
+    assert not column_published(listed, "b", "", 180001)  # left out of the list
+
+
+def test_snapshot_query_applies_the_row_filter() -> None:
+    assert snapshot_query("public", "t", ("id", "a"), None).as_string(None) == \
+        'SELECT "id", "a" FROM "public"."t"'
+    assert snapshot_query("public", "t", ("id",), "(a ~~ 'x%'::text)").as_string(None) == \
+        'SELECT "id" FROM "public"."t" WHERE (a ~~ \'x%\'::text)'
+
+
+def test_chunk_query_ands_the_row_filter_with_the_operators_filter() -> None:
+    key = ChunkKey((KeyColumn("id", "pg_catalog", "int4"),), "t_pkey")
+    query, params = chunk_query("public", "t", ("id", "a"), key, ("7",), "a < 100", 10,
+                                "(a ~~ 'x%'::text)")
+    assert query.as_string(None) == (
+        'SELECT "id"::text, "a"::text FROM "public"."t" WHERE ((a ~~ \'x%%\'::text)) AND '
+        '("id") > (CAST(%s AS "pg_catalog"."int4")) AND (a < 100) ORDER BY "t"."id" '
+        "LIMIT 10")
+    assert params == ["7"]

@@ -1,0 +1,204 @@
+"""The native plain rows (``distributary_native.redis_rows``) against the Python loop of
+``PlainRows`` (the reference): the same script calls, argument for argument, for
+hypothesis-generated events, and ``None`` (Python decides) where it must."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.commands.core import Script
+
+from cdc.log import Message, Position
+from connectors.contract import SinkEvent, version_of
+from connectors.redis import RedisSinkConfig, batch
+from connectors.redis.batch import ScriptBatch
+from connectors.redis.keys import KeyTemplates
+from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
+from connectors.redis.plain import PlainRows
+
+CORE = redis_core()
+pytestmark = pytest.mark.skipif(CORE is None, reason="the native core is not built "
+                                "(make setup, or DISTRIBUTARY_NATIVE=0)")
+TTLS = (0, 0, 604_800_000)
+TEMPLATES = ["{table}:{key}", "{schema}.{table}:{key}", "{prefix}/{key.id}:{key.b}", "{key}",
+             "x{topic}y{key.id}z{key}"]
+
+
+def core() -> RedisRowsCore:
+    assert CORE is not None
+    return CORE
+
+
+def compact(body: Any) -> bytes | str:
+    """orjson's JSON, or the json module's for integers past 64 bits (orjson refuses)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":"))
+
+
+def sink_event(topic_table: tuple[str, str], op: str, key: dict[str, Any],
+               after: Any, number: int, dumps: Any = compact,
+               unchanged: Any = (), prefix: str = "app") -> SinkEvent:
+    schema, table = topic_table
+    body = {"op": op, "key": key, "before": None, "after": after,
+            "unchanged": list(unchanged) if isinstance(unchanged, tuple) else unchanged,
+            "source": {"db": "app", "schema": schema, "table": table, "seq": number},
+            "schema_version": 1}
+    raw = dumps(body)
+    raw = raw if isinstance(raw, bytes) else raw.encode()
+    lsn = 0x1000 + number * 64
+    key_bytes = compact(key)
+    key_bytes = key_bytes if isinstance(key_bytes, bytes) else key_bytes.encode()
+    message = Message(f"{prefix}.{schema}.{table}", 0, number, 0, key_bytes, raw,
+                      Position(lsn, number), op == "d")
+    return SinkEvent(message, orjson.loads(raw), version_of(lsn, number))
+
+
+def calls(rows: ScriptBatch | None) -> list[tuple[list[Any], list[Any]]] | None:
+    if rows is None:
+        return None
+    made: list[tuple[list[Any], list[Any]]] = []
+
+    def script(keys: list[Any], args: list[Any]) -> list[Any]:
+        made.append((keys, args))
+        return []
+
+    assert rows.run(cast(Script, script)) == []
+    return made
+
+
+def both(events: list[SinkEvent], template: str = "{table}:{key}",
+         **settings_: Any) -> tuple[Any, Any]:
+    config = RedisSinkConfig.model_validate({"url": "redis://h:6379/0",
+                                             "key_template": template, **settings_})
+    reference = PlainRows(config, KeyTemplates(template), "app", native=False)
+    viewed = {view.table for view in config.views}
+    native = NativeRows(core(), KeyTemplates(template), viewed, "app", config.max_value_bytes)
+    return calls(native.rows(events, TTLS)), calls(reference.rows(events, TTLS))
+
+
+def test_the_event_fields_are_where_the_native_side_reads_them() -> None:
+    assert SinkEvent._fields.index("message") == 0 and SinkEvent._fields.index("version") == 2
+    assert Message._fields.index("topic") == 0 and Message._fields.index("value") == 5
+
+
+def test_a_batch_of_two_tables_gives_the_same_calls() -> None:
+    orders, lines = ("public", "orders"), ("s", "lines")
+    events = [sink_event(orders, "c", {"id": 1}, {"id": 1, "n": 2**62, "t": "é\n\"", "f": 1.5,
+                                                  "j": {"a": [1, None, True]}}, 1),
+              sink_event(lines, "u", {"id": "a:b", "b": 1}, {"id": "a:b", "b": 1}, 2),
+              sink_event(orders, "d", {"id": 2}, None, 3),
+              sink_event(lines, "r", {"id": None, "b": False}, {"x": []}, 4)]
+    for template in TEMPLATES:
+        native, reference = both(events, template)
+        assert native is not None
+        assert native == reference
+
+
+def test_escaped_and_spaced_json_is_read_as_orjson_reads_it() -> None:
+    def spaced(body: Any) -> str:
+        return json.dumps(body, indent=1, ensure_ascii=True)
+
+    events = [sink_event(("public", "orders"), "u", {"id": "\u00e9\U0001f600/\\"},
+                         {"id": "\u00e9\U0001f600", "c": "\x1b\x7f\u2028", "e": 1e-7,
+                          "big": 2**64, "neg": -(2**63) - 1}, 1, dumps=spaced)]
+    native, reference = both(events)
+    assert native is not None
+    assert native == reference
+
+
+@pytest.mark.parametrize(("op", "key", "after", "unchanged"), [
+    ("u", {"id": 1.5}, {"id": 1}, ()),              # a float key column: Python's repr
+    ("u", {"id": 2**64}, {"id": 1}, ()),            # an int orjson reads as a float
+    ("u", {"id": {"a": 1}}, {"id": 1}, ()),         # a JSON key column
+    ("u", {}, {"id": 1}, ()),                       # no key: not plain
+    ("u", {"id": 1}, {"id": 1}, ("body",)),         # unchanged TOAST columns: not plain
+    ("u", {"id": 1}, {"id": 1}, "x"),               # an odd unchanged: Python decides
+    ("u", {"id": 1}, [1], ()),                      # after is not an object
+    ("t", {"id": 1}, None, ()),                     # a truncate
+])
+def test_what_the_native_side_leaves_to_python(op: str, key: dict[str, Any], after: Any,
+                                                unchanged: Any) -> None:
+    events = [sink_event(("public", "orders"), "u", {"id": 9}, {"id": 9}, 1),
+              sink_event(("public", "orders"), op, key, after, 2, unchanged=unchanged)]
+    native, _ = both(events)
+    assert native is None
+
+
+def test_duplicate_members_and_other_odd_json_are_left_to_python() -> None:
+    good = sink_event(("public", "orders"), "u", {"id": 9}, {"id": 9}, 1)
+    for raw in [b'{"op":"u","op":"u","key":{"id":1},"after":{},"source":{"schema":"public",'
+                b'"table":"orders"}}',
+                b'{"op":"u","key":{"id":1},"after":{"a":1,"a":2},"source":{"schema":"public",'
+                b'"table":"orders"}}',
+                b'{"op":"u","key":{"id":1},"after":{},"source":{"schema":null,"table":"o"}}']:
+        odd = good._replace(message=good.message._replace(value=raw), event=orjson.loads(raw))
+        native, _ = both([good, odd])
+        assert native is None
+
+
+@pytest.mark.parametrize("settings_", [
+    {"views": [{"source": "public.orders", "target": "orders"}]}, {"max_value_bytes": 10}])
+def test_a_viewed_table_or_a_large_value_is_left_to_python(settings_: dict[str, Any]) -> None:
+    events = [sink_event(("public", "orders"), "u", {"id": 1}, {"id": 1, "t": "long text"}, 1)]
+    native, reference = both(events, **settings_)
+    assert native is None and reference is None
+
+
+def test_calls_are_cut_as_the_python_batch_cuts_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(batch, "CHUNK_BYTES", 40)
+    events = [sink_event(("public", "orders"), "d" if n % 4 == 3 else "u", {"id": n},
+                         {"id": n, "pad": "x" * (n % 7)}, n) for n in range(20)]
+    native, reference = both(events)
+    assert native is not None and len(native) > 20 // 3
+    assert native == reference
+
+
+JSON_SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text())
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+                           max_leaves=12)
+KEY_SCALARS = (st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1)
+               | st.text(alphabet=st.characters(codec="utf-8"), max_size=6))
+TABLES = st.sampled_from([("public", "orders"), ("s", "li:nes"), ("é", "t*[x]")])
+
+
+@st.composite
+def events_of(draw: st.DrawFn, key_values: st.SearchStrategy[Any]) -> list[SinkEvent]:
+    count = draw(st.integers(1, 12))
+    made = []
+    for number in range(count):
+        names = draw(st.lists(st.sampled_from(["id", "b", "c:d", "\\"]), min_size=1,
+                              max_size=3, unique=True))
+        key = {name: draw(key_values) for name in names}
+        op = draw(st.sampled_from(["c", "u", "r", "d"]))
+        after = draw(st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=6))
+        dumps = draw(st.sampled_from([compact, json.dumps,
+                                      lambda b: json.dumps(b, ensure_ascii=False, indent=2)]))
+        made.append(sink_event(draw(TABLES), op, key, {**after, **key}, number, dumps=dumps))
+    return made
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(events=events_of(KEY_SCALARS), template=st.sampled_from(TEMPLATES))
+def test_generated_plain_batches_give_identical_arguments(events: list[SinkEvent],
+                                                          template: str) -> None:
+    native, reference = both(events, template)
+    assert reference is not None
+    assert native == reference
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(events=events_of(JSON_VALUES), template=st.sampled_from(TEMPLATES))
+def test_any_key_gives_identical_arguments_or_python_decides(events: list[SinkEvent],
+                                                             template: str) -> None:
+    native, reference = both(events, template)
+    assert native is None or native == reference
