@@ -166,9 +166,10 @@ class CaptureThread:
     """The capture in a thread, for as long as a ``with`` block (no start-up deadline:
     an initial snapshot of a big table comes first)."""
 
-    def __init__(self, env: CaptureEnv) -> None:
+    def __init__(self, env: CaptureEnv, settings: CaptureSettings | None = None) -> None:
         self.log = env.open_log()
-        self.capture = Capture(env.config, self.log, CaptureSettings(batch_delay_s=0.01))
+        self.capture = Capture(env.config, self.log,
+                               settings or CaptureSettings(batch_delay_s=0.01))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.capture.run, args=(self.stop,), daemon=True)
 

@@ -23,7 +23,7 @@ from cdc.cli import main
 from compose.launcher import PostgresServer
 
 from .conftest import CaptureEnv, server_version
-from .snapshot_check import settle, use_config, wait_state
+from .snapshot_check import CaptureThread, settle, use_config, wait_state
 
 
 @pytest.fixture(scope="module")
@@ -37,25 +37,6 @@ def postgres_dsn() -> Iterator[str]:
 def _on_13(capture_env: CaptureEnv) -> None:
     version = server_version(capture_env.dsn)
     assert not sends_messages(version), f"expected PostgreSQL 13, got {version}"
-
-
-class _Running:
-    """The capture in a thread for a ``with`` block; ``settings`` as given."""
-
-    def __init__(self, env: CaptureEnv, settings: CaptureSettings) -> None:
-        self.log = env.open_log()
-        self.capture = Capture(env.config, self.log, settings)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.capture.run, args=(self.stop,), daemon=True)
-
-    def __enter__(self) -> Capture:
-        self.thread.start()
-        return self.capture
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(timeout=60)
-        self.log.close()
 
 
 def _reads(env: CaptureEnv, table: str) -> list[int]:
@@ -105,7 +86,7 @@ def test_a_joining_table_fails_its_snapshot_and_a_new_slot_reads_it(
     env.sql("CREATE TABLE first (id int PRIMARY KEY)",
             "CREATE TABLE marker (id bigint PRIMARY KEY)")
     use_config(env, tables="['public.*', '!public.skip_*']")  # new tables join by name
-    with _Running(env, CaptureSettings(batch_delay_s=0.01)):
+    with CaptureThread(env, CaptureSettings(batch_delay_s=0.01)):
         settle(env)
         env.sql("CREATE TABLE later (id int PRIMARY KEY, v text)",  # before it joins
                 "INSERT INTO later SELECT g, 'before' FROM generate_series(1, 300) g")
@@ -123,7 +104,7 @@ def test_a_joining_table_fails_its_snapshot_and_a_new_slot_reads_it(
             assert time.monotonic() < deadline, "the stopped capture's slot stayed active"
             time.sleep(0.1)
         conn.execute("SELECT pg_drop_replication_slot(%s)", (env.slot,))
-    with _Running(env, CaptureSettings(batch_delay_s=0.01, recreate_lost_slot=True)):
+    with CaptureThread(env, CaptureSettings(batch_delay_s=0.01, recreate_lost_slot=True)):
         settle(env)
     events = [orjson.loads(m.value) for m in env.events("later")]
     assert [e["op"] for e in events[:2]] == ["c", "t"], "a truncate before the new snapshot"
@@ -136,9 +117,9 @@ def test_snapshot_mode_always_on_an_existing_slot_fails_instead_of_waiting(
     env.sql("CREATE TABLE kept (id int PRIMARY KEY)", "CREATE TABLE marker (id bigint "
             "PRIMARY KEY)", "INSERT INTO kept SELECT generate_series(1, 50)")
     use_config(env, snapshot="always")
-    with _Running(env, CaptureSettings(batch_delay_s=0.01)):
+    with CaptureThread(env, CaptureSettings(batch_delay_s=0.01)):
         assert len(env.wait_for("kept", 50)) == 50  # the new slot's initial snapshot
-    with _Running(env, CaptureSettings(batch_delay_s=0.01)):
+    with CaptureThread(env, CaptureSettings(batch_delay_s=0.01)):
         failed = wait_state(env, "public.kept", "failed", timeout=30)
         env.sql("INSERT INTO kept VALUES (51)")
         assert len(env.wait_for("kept", 51)) == 51, "streaming goes on"
