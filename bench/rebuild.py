@@ -14,9 +14,11 @@ writer below takes that same cached DataFrame:
   ``RedisSink`` per task, the Lua version guard, batches of 500; its reference is
   ``foreachPartition`` with pipelined redis-py ``SET``/``DEL`` of the same rows.
 
-Both run in Python workers that already imported everything (``warm_workers``). Each
-ratio is reference time / rebuild time (1.0: as fast; target ≥ 0.8). The servers
-come from ``compose.launcher``. ``BENCH_SCALE`` (default 1.0) scales the log and keys.
+Both run in Python workers that already imported everything (``warm_workers``), and each
+writer has OpenSearch to itself: an index is deleted once checked, so no merge of it runs
+during the next writer's turn. Each ratio is reference time / rebuild time (1.0: as
+fast; target ≥ 0.8). The servers come from ``compose.launcher``. ``BENCH_SCALE``
+(default 1.0) scales the log and keys.
 """
 
 from __future__ import annotations
@@ -130,11 +132,15 @@ def bench_search(state: DataFrame, source: LogSource, history: TableHistory, url
     written = counts.total(plans[0].alias)
     assert int(client.count(index=new)["count"]) == written, "documents missing"
     settings = client.indices.get_settings(index=new)[new]["settings"]["index"]
+    mappings = client.indices.get_mapping(index=new)[new]["mappings"]
+    # each writer gets OpenSearch to itself: no merges of the other's index meanwhile
+    client.indices.delete(index=new)
     client.indices.create(index="plain", body={
         "settings": {k: settings[k] for k in ("number_of_shards", "number_of_replicas",
                                               "refresh_interval") if k in settings},
-        "mappings": client.indices.get_mapping(index=new)[new]["mappings"]})
+        "mappings": mappings})
     plain_s, _ = timed(lambda: documents.foreachPartition(plain_bulk(url, "plain")))
+    client.indices.delete(index="plain")  # nor during the cache's runs
     client.close()
     print(f"rebuild_search_tasks={len([t for t in counts.tasks if t.rows])}")
     print(f"plain_search_docs_per_s={written / plain_s:.0f}")

@@ -4,6 +4,7 @@ here for sinks: a sink implements ``Sink``; the runtime does everything else."""
 from cdc.plugins.contract import (
     SEQ_BITS,
     SEQ_MAX,
+    PreparingSink,
     Rejection,
     Sink,
     SinkContext,
@@ -11,6 +12,7 @@ from cdc.plugins.contract import (
     SinkFactory,
     SinkRejectedError,
     SinkUnavailableError,
+    Undecoded,
     WriteResult,
     version_of,
 )
@@ -18,6 +20,7 @@ from cdc.plugins.contract import (
 __all__ = [
     "SEQ_BITS",
     "SEQ_MAX",
+    "PreparingSink",
     "Rejection",
     "Sink",
     "SinkContext",
@@ -25,6 +28,7 @@ __all__ = [
     "SinkFactory",
     "SinkRejectedError",
     "SinkUnavailableError",
+    "Undecoded",
     "WriteResult",
     "version_of",
 ]

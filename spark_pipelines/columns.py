@@ -157,6 +157,12 @@ def json_converter(column: Column) -> Callable[[str | None], Any]:
     return partial(json_value, column)
 
 
+def passes_text(column: Column) -> bool:
+    """Whether a column's JSON value is its text itself (``json_converter`` is the
+    identity): a rebuild then takes the text as it is, with no call per value."""
+    return json_converter(column) is _text
+
+
 def _integer(text: str | None) -> int | None:
     return None if text is None else int(text)
 

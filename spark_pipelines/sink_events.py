@@ -6,13 +6,19 @@ keys, values, views and the version guard are the streaming path's own — the t
 disagree. Each row becomes its last event: the op
 (``c``/``u``/``r``; ``d`` and the last ``t`` when deletes are replayed), the key, the row
 with the columns of that event's schema version back in their JSON types
-(``columns.json_value``), and the version of its source position.
+(``columns.json_value``), and the version of its source position. Its message carries
+what a message read from the log carries: the key's JSON text and the event's JSON (the
+value a sink may read raw: the Redis sink's native renderer, a webhook, a dead letter).
+
+A task receives its rows as JSON text (``DataFrame.toJSON``: no pickled rows and no
+``Row`` objects between Spark and the Python worker; a null column is left out, which
+reads back as ``None`` like a null).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import orjson
 
@@ -20,12 +26,17 @@ from cdc.capture.lsn import format_lsn
 from cdc.log import Message, Position
 from connectors.contract import SinkEvent, version_of
 
-from .columns import json_converter
-from .materialize import KEY_COLUMN, OP_COLUMN, POSITION_COLUMNS, VERSION_COLUMN
+from .columns import json_converter, passes_text
+from .materialize import KEY_COLUMN, OP_COLUMN, POSITION_COLUMNS, UPSERTS, VERSION_COLUMN
 from .state import TableHistory
 
+Converter = Callable[[str | None], Any]
+StateRow = str | bytes  # one row of ``text_state`` as ``DataFrame.toJSON`` gives it
 
-def row_event(history: TableHistory, topic: str, row: dict[str, Any]) -> SinkEvent:
+_LSN, _SEQ = POSITION_COLUMNS
+
+
+def row_event(history: TableHistory, topic: str, row: Mapping[str, Any]) -> SinkEvent:
     """The sink event of one state row (``text_state``'s columns)."""
     return RowEvents(history, topic).event(row)
 
@@ -37,49 +48,50 @@ class RowEvents:
     def __init__(self, history: TableHistory, topic: str) -> None:
         self._history = history
         self._topic = topic
-        self._source = {"schema": history.newest.schema, "table": history.newest.table}
-        self._converters: dict[int, list[tuple[str, Callable[[str | None], Any]]]] = {}
+        self._schema, self._table = history.newest.schema, history.newest.table
+        # version → (its column names, the columns whose text is not their JSON value)
+        self._versions: dict[int, tuple[tuple[str, ...], tuple[tuple[str, Converter], ...]]] = {}
 
-    def _columns(self, version: int) -> list[tuple[str, Callable[[str | None], Any]]]:
-        known = self._converters.get(version)
+    def _columns(self, version: int) -> tuple[tuple[str, ...], tuple[tuple[str, Converter], ...]]:
+        known = self._versions.get(version)
         if known is None:
-            known = self._converters[version] = [
-                (c.name, json_converter(c)) for c in self._history.columns_at(version)]
+            columns = self._history.columns_at(version)
+            known = self._versions[version] = (
+                tuple(c.name for c in columns),
+                tuple((c.name, json_converter(c)) for c in columns if not passes_text(c)))
         return known
 
-    def event(self, row: dict[str, Any]) -> SinkEvent:
+    def event(self, row: Mapping[str, Any]) -> SinkEvent:
         """The sink event of one state row."""
-        lsn, seq = int(row[POSITION_COLUMNS[0]]), int(row[POSITION_COLUMNS[1]])
+        get = row.get
+        lsn, seq = int(row[_LSN]), int(row[_SEQ])
         op = str(row[OP_COLUMN])
         key_text = str(row[KEY_COLUMN])
+        schema_version = get(VERSION_COLUMN)
         after = None
-        if op in ("c", "u", "r"):
-            get = row.get
-            after = {name: convert(get(name))
-                     for name, convert in self._columns(int(row[VERSION_COLUMN] or 0))}
+        if op in UPSERTS:
+            names, converted = self._columns(int(schema_version or 0))
+            after = {name: get(name) for name in names}  # text: the JSON value as it is
+            for name, convert in converted:
+                after[name] = convert(after[name])
         event = {"op": op, "key": orjson.loads(key_text) if op != "t" else {}, "before": None,
                  "after": after, "unchanged": [],
-                 "source": {**self._source, "commit_lsn": format_lsn(lsn), "seq": seq,
-                            "snapshot": False},
-                 "schema_version": row[VERSION_COLUMN]}
-        message = Message(self._topic, 0, 0, 0, key_text.encode(), b"", Position(lsn, seq),
-                          op == "d")
+                 "source": {"schema": self._schema, "table": self._table,
+                            "commit_lsn": format_lsn(lsn), "seq": seq, "snapshot": False},
+                 "schema_version": schema_version}
+        message = Message(self._topic, 0, 0, 0, key_text.encode(), orjson.dumps(event),
+                          Position(lsn, seq), op == "d")
         return SinkEvent(message, event, version_of(lsn, seq))
-
-
-class StateRow(Protocol):
-    """A row of ``text_state`` as a task sees it (``pyspark.sql.Row``)."""
-
-    def asDict(self) -> dict[str, Any]: ...
 
 
 def event_batches(history: TableHistory, topic: str, rows: Iterable[StateRow],
                   batch_size: int) -> Iterator[list[SinkEvent]]:
-    """``rows`` as batches of at most ``batch_size`` sink events, in their order."""
-    events = RowEvents(history, topic)
+    """``rows`` (JSON text) as batches of at most ``batch_size`` sink events, in order."""
+    event = RowEvents(history, topic).event
+    loads = orjson.loads
     batch: list[SinkEvent] = []
     for row in rows:
-        batch.append(events.event(row.asDict()))
+        batch.append(event(loads(row)))
         if len(batch) >= batch_size:
             yield batch
             batch = []

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
+import orjson
+
 from cdc.errors import SinkError, TerminalError, TransientError
 from cdc.log import Log, Message
 
@@ -39,13 +41,57 @@ def version_of(commit_lsn: int, seq: int) -> int:
     return (commit_lsn << SEQ_BITS) | min(seq, SEQ_MAX)
 
 
-class SinkEvent(NamedTuple):
-    """One change event as a sink sees it (a named tuple: one is made per event read, and
-    a tuple is made four times faster than a frozen dataclass)."""
+class Undecoded:
+    """Where a ``SinkEvent`` made by ``SinkEvent.undecoded`` keeps its event once decoded.
 
-    message: Message          # where it is in the log (topic, partition, offset)
-    event: dict[str, Any]     # the decoded event (docs/architecture.md "The event")
-    version: int              # version_of(commit_lsn, seq)
+    The connector runtime checks in bulk that a message's value is a JSON object
+    (``connectors.runtime.events``) and leaves decoding it to the first reader of
+    ``SinkEvent.event``: a sink working from the raw bytes (``message.value``) never
+    pays for it."""
+
+    __slots__ = ("event",)
+    event: dict[str, Any]
+
+    def __repr__(self) -> str:
+        return "Undecoded()"
+
+
+class _SinkEventFields(NamedTuple):
+    message: Message
+    event: Any  # the decoded event, or an Undecoded until it is read
+    version: int
+
+
+class SinkEvent(_SinkEventFields):
+    """One change event as a sink sees it: ``message`` (where it is in the log: topic,
+    partition, offset; its raw JSON ``value``), ``event`` (the decoded event,
+    docs/architecture.md "The event") and ``version`` (``version_of(commit_lsn, seq)``).
+
+    A named tuple (one is made per event read, and a tuple is made four times faster
+    than a frozen dataclass) with the fields in that order: the native core reads
+    ``message`` and ``version`` by position. ``SinkEvent(message, event, version)`` holds
+    a decoded event; ``SinkEvent.undecoded(message, version)`` one decoded from
+    ``message.value`` when ``event`` is first read (the value must be a JSON object)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def undecoded(cls, message: Message, version: int) -> SinkEvent:
+        """The event of ``message`` (a JSON object), decoded on first use."""
+        return cls(message, Undecoded(), version)
+
+    @property
+    def event(self) -> dict[str, Any]:
+        """The decoded event (docs/architecture.md "The event")."""
+        held = tuple.__getitem__(self, 1)
+        if type(held) is not Undecoded:
+            return held  # type: ignore[no-any-return]
+        try:
+            return held.event
+        except AttributeError:
+            event: dict[str, Any] = orjson.loads(self.message.value)
+            held.event = event
+            return event
 
     @property
     def op(self) -> str:
@@ -54,6 +100,19 @@ class SinkEvent(NamedTuple):
     @property
     def key(self) -> dict[str, Any]:
         return dict(self.event.get("key") or {})
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when message, decoded event and version are (decoded or not yet)."""
+        if not isinstance(other, SinkEvent):
+            return NotImplemented
+        return (self.message == other.message and self.version == other.version
+                and self.event == other.event)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]  # holds a dict, as before
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +145,19 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+class PreparingSink(Sink, Protocol):
+    """A sink that can do part of a batch's work ahead (optional: the runtime calls
+    ``prepare`` when a sink has it).
+
+    The runtime calls ``prepare`` in its reading thread as soon as a batch is decoded,
+    possibly while ``write`` runs on an earlier batch in the sender thread (so it must
+    not disturb that), and hands what it returned to ``write``. ``write`` must still
+    accept any batch (the runtime splits refused batches into plain lists)."""
+
+    def prepare(self, batch: list[SinkEvent]) -> list[SinkEvent]:
+        """``batch``, or the same events with work done ahead (a list subclass, say)."""
 
 
 @dataclass(frozen=True, slots=True)

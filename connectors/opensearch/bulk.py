@@ -70,6 +70,8 @@ def chunked(actions: Sequence[BulkAction], max_actions: int,
             max_bytes: int) -> list[list[BulkAction]]:
     """``actions`` in order, cut into requests of at most ``max_actions`` and ``max_bytes``
     (an action larger than ``max_bytes`` goes alone)."""
+    if len(actions) <= max_actions and sum(len(a.payload) for a in actions) <= max_bytes:
+        return [list(actions)] if actions else []  # the usual batch: one request
     chunks: list[list[BulkAction]] = []
     current: list[BulkAction] = []
     size = 0

@@ -10,6 +10,11 @@ A batch becomes at most one bulk request (more only past ``bulk_size``/``bulk_ma
    ``mget``) and keep those fields (see "Unchanged TOAST columns" below);
 4. fields never seen before are mapped (``mapping``), then the bulk request is sent.
 
+A plain batch (rows written as they are: no truncate, view or unchanged TOAST column) is
+rendered by the native core where it is installed (``native_actions``), straight from
+the events' raw JSON: the same actions as the Python path, which stays the reference and
+takes every other batch.
+
 Document ``_id`` is the key (``derived.encode_key``: the value of a one-column key, else
 the columns' values escaped and joined by ``:``).
 
@@ -51,7 +56,8 @@ from .errors import translate, unavailable
 from .indices import IndexCatalog, IndexState
 from .mapping import ColumnType, new_fields
 from .names import index_name
-from .unindexed import UnindexedValues
+from .native_actions import KIND_NULL, NativeActions, NativeBatch, opensearch_core, vouched
+from .unindexed import UnindexedValues, always_fitting
 
 MAX_ID_BYTES = 512
 
@@ -70,7 +76,9 @@ class OpenSearchSink:
     """The OpenSearch sink (see the module docstring)."""
 
     def __init__(self, config: OpenSearchSinkConfig, *, topic_prefix: str = "",
-                 column_types: ColumnTypes | None = None) -> None:
+                 column_types: ColumnTypes | None = None, native: bool = True) -> None:
+        """``native``: render plain batches with the native core where it is installed
+        (False: only the Python path, the reference)."""
         self.config = config
         self._reader = ChangeReader(config.views, topic_prefix)
         self._column_types = column_types
@@ -80,6 +88,9 @@ class OpenSearchSink:
         self._client: OpenSearch | None = None
         self._catalog: IndexCatalog | None = None
         self._unindexed = UnindexedValues()
+        core = opensearch_core() if native else None
+        self._native = None if core is None else NativeActions(
+            core, {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES)
 
     def open(self) -> None:
         """Connect and check the cluster answers."""
@@ -97,6 +108,11 @@ class OpenSearchSink:
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply ``batch``: truncates first, then one versioned bulk request."""
         client, catalog = self._connected()
+        if self._native is not None:
+            rendered = self._native.render(batch, lambda names: self._names_of(names)[0])
+            written = None if rendered is None else self._write_plain(batch, rendered)
+            if written is not None:
+                return written
         changes, rejected = self._reader.read(batch)
         routed = [(self._alias_and_base(change), change) for change in changes]
         try:
@@ -126,15 +142,66 @@ class OpenSearchSink:
             raise RuntimeError("OpenSearchSink.write before open")
         return self._client, self._catalog
 
+    def _write_plain(self, batch: Sequence[SinkEvent],
+                     rendered: NativeBatch) -> WriteResult | None:
+        """Write a natively rendered plain batch; ``None`` (nothing written) when the
+        Python path must: a table's documents bring new fields, or an event is older than
+        its alias's last truncate."""
+        client, catalog = self._connected()
+        try:
+            states = [catalog.state(*self._names_of(names)) for names in rendered.tables]
+            if any(self._maps_new_fields(state, fields)
+                   for state, fields in zip(states, rendered.fields, strict=True)):
+                return None  # mapped by the Python path
+            newest_truncate = max((state.truncate_version for state in states), default=0)
+            if newest_truncate and min(item.version for item in batch) < newest_truncate:
+                return None  # the Python path skips what the truncate emptied
+            actions = [BulkAction(item, kind, payload) for item, kind, payload
+                       in zip(batch, rendered.kinds, rendered.payloads, strict=True)]
+            rejected = send(client, actions, self.config.bulk_size, self.config.bulk_max_bytes)
+        except SinkUnavailableError:
+            catalog.forget()
+            raise
+        self._count_unindexed_plain(batch, rendered, states, rejected)
+        return WriteResult(rejected)
+
+    def _maps_new_fields(self, state: IndexState, kinds: Mapping[str, int]) -> bool:
+        """True when the Python path would map fields of documents with these fields'
+        ``kinds``: a field not mapped yet, unless only ever null and typed by nothing
+        (``mapping.new_fields`` then maps nothing)."""
+        if state.fields.issuperset(kinds):
+            return False
+        typed = self._column_types is not None
+        return any(name not in state.fields and (bits != KIND_NULL or typed)
+                   for name, bits in kinds.items())
+
+    def _count_unindexed_plain(self, batch: Sequence[SinkEvent], rendered: NativeBatch,
+                               states: list[IndexState], rejected: list[Rejection]) -> None:
+        """``_count_unindexed`` for a plain batch: its documents are looked at only when
+        their fields' kinds of values may not all be indexable."""
+        refused = {id(rejection.event) for rejection in rejected}
+        for number, (state, kinds) in enumerate(zip(states, rendered.fields, strict=True)):
+            if vouched(kinds, state.mappings, always_fitting(state.mappings)):
+                continue
+            documents = [item.event["after"] for item, kind, table
+                         in zip(batch, rendered.kinds, rendered.table_of, strict=True)
+                         if table == number and kind == "index" and id(item) not in refused]
+            self._unindexed.observe(state.alias, state.mappings, documents)
+
     def _alias_and_base(self, change: Change) -> tuple[str, str]:
         """The alias the change writes through, and its concrete indices' base name."""
         if change.view is not None:
             return change.view.target, change.view.target
-        known = self._names.get(change.names)
+        return self._names_of(change.names)
+
+    def _names_of(self, names: TableNames) -> tuple[str, str]:
+        """The alias a table's rows (without a view) are written through, and its
+        concrete indices' base name."""
+        known = self._names.get(names)
         if known is None:
-            base = index_name(self._index.render(change.names))
-            alias = index_name(self._alias.render(change.names)) if self._alias else base
-            known = self._names[change.names] = (alias, base)
+            base = index_name(self._index.render(names))
+            alias = index_name(self._alias.render(names)) if self._alias else base
+            known = self._names[names] = (alias, base)
         return known
 
     def _after_truncates(self, routed: list[tuple[tuple[str, str], Change]],

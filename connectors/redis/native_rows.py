@@ -1,6 +1,7 @@
-"""The plain batch rendered by the native core (``distributary_native.redis_rows``,
-``native/src/python/redis_args.rs``) straight from the events' raw JSON: keys, versions
-and values without a Python object per event beyond the arguments themselves.
+"""The plain batch rendered by the native core (``distributary_native.redis_calls``,
+``native/src/python/redis_args.rs``) straight from the events' raw JSON into the script
+calls' wire format (``batch.PackedBatch``): keys, versions and values without a Python
+object per event.
 
 ``NativeRows.rows`` answers ``None`` whenever the native renderer leaves the batch to
 Python (not plain, or a case it does not render: a float key column, a duplicate JSON
@@ -18,18 +19,18 @@ from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
 from . import batch as script_batch
-from .batch import Arg, ScriptBatch
+from .batch import PackedBatch, PackedCall
 from .keys import KeyParts, KeyTemplates
 from .truncate import VERSION_PREFIX
 
 TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
-Rendered: TypeAlias = tuple[list[str], list[str], list[Arg], list[tuple[int, int]]]
+Rendered: TypeAlias = tuple[list[str], list[PackedCall]]  # markers, calls
 
 
 class RedisRowsCore(Protocol):
-    """``distributary_native.redis_rows`` (see ``native/src/python/redis_args.rs``)."""
+    """``distributary_native.redis_calls`` (see ``native/src/python/redis_args.rs``)."""
 
-    def redis_rows(self, events: list[SinkEvent], tables: dict[TableId, KeyParts | None],
+    def redis_calls(self, events: list[SinkEvent], tables: dict[TableId, KeyParts | None],
                    version_prefix: str, max_value_bytes: int, chunk_rows: int,
                    chunk_bytes: int) -> tuple[Rendered | None, TableId | None]: ...
 
@@ -37,7 +38,7 @@ class RedisRowsCore(Protocol):
 def redis_core() -> RedisRowsCore | None:
     """The native renderer when the switch allows and the installed module has it."""
     core = native.CORE if native.enabled() else None
-    if core is None or not hasattr(core, "redis_rows"):
+    if core is None or not hasattr(core, "redis_calls"):
         return None
     return cast(RedisRowsCore, core)
 
@@ -55,16 +56,18 @@ class NativeRows:
         self._tables: dict[TableId, KeyParts | None] = {}
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
-             ) -> ScriptBatch | None:
+             ) -> PackedBatch | None:
         """The rows of ``events``, or ``None``: Python decides."""
         batch = events if isinstance(events, list) else list(events)
         for _ in range(len(batch) + 1):  # each round adds a table: ends by then
-            rendered, missing = self._core.redis_rows(
+            rendered, missing = self._core.redis_calls(
                 batch, self._tables, VERSION_PREFIX, self._max_bytes, script_batch.CHUNK_ROWS,
                 script_batch.CHUNK_BYTES)
             if missing is None:
-                return None if rendered is None else ScriptBatch.rendered(ttls, batch,
-                                                                          *rendered)
+                if rendered is None:
+                    return None
+                markers, calls = rendered
+                return PackedBatch(ttls, batch, markers, [PackedCall(*call) for call in calls])
             self._tables[missing] = self._parts(*missing)
         return None
 

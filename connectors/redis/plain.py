@@ -24,7 +24,7 @@ from connectors.changes import UPSERT_OPS
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
-from .batch import ScriptBatch
+from .batch import PackedBatch, ScriptBatch
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
 from .native_rows import NativeRows, redis_core
@@ -48,7 +48,7 @@ class PlainRows:
             core, keys, self._viewed, topic_prefix, self._max_bytes)
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
-             ) -> ScriptBatch | None:
+             ) -> ScriptBatch | PackedBatch | None:
         """The rows of ``events`` if the batch is plain, else ``None``."""
         if not self._enabled:
             return None

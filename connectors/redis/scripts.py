@@ -1,13 +1,21 @@
 """The Lua scripts: every write is a compare-and-set on the row's version.
 
 One call of ``BATCH`` writes many rows (up to ``batch.CHUNK_ROWS``), so the version
-check costs one script call per batch, not one per event. Keys of a row: its value (a
-JSON string or a hash, as users read it) and its version (``_cdc_version:<key>``); each
-table's truncate marker (a hash: ``version``, ``done``) is read once per call. Within a
-row, checks come first and writes last (a script's writes before an error are not
-undone), the version last of all. Every key a call touches is declared in ``KEYS``; a
-call touches many keys, so it is meant for one Redis node (in Redis Cluster the keys of
-a call would have to share a hash slot).
+check costs one script call per batch, not one per event. Within a call, every row's
+stored version is read by one ``MGET``, and the writes without a TTL are gathered into
+one ``DEL`` and one ``MSET`` sent at the end (the script's cost is mostly per Redis
+command it calls, so per row it would be several times a plain ``SET``'s); the callers
+never put a key in a call twice (``batch``), and a row of a key the call already wrote
+sends the gathered writes first and reads its version again, so rows land in order all
+the same. ``MGET`` answers nothing for a key of another type where ``GET`` fails
+(``WRONGTYPE``): when a version key it found nothing in exists, the rows without a
+version read theirs with ``GET``, and a foreign one rejects its row as before.
+Keys of a row: its value (a JSON string or a hash, as users read it) and its version
+(``_cdc_version:<key>``); each table's truncate marker (a hash: ``version``, ``done``) is
+read once per call. Within a row, checks come first and writes last (a script's writes
+before an error are not undone), the version with or after the value. Every key a call
+touches is declared in ``KEYS``; a call touches many keys, so it is meant for one Redis
+node (in Redis Cluster the keys of a call would have to share a hash slot).
 
 The version lives in its own key, not in the value: a delete must leave a tombstone
 version without leaving a value key behind (a reader's ``GET``/``EXISTS`` must see the
@@ -68,12 +76,55 @@ local ttl, value_version_ttl, tombstone_ttl = tonumber(ARGV[1]), tonumber(ARGV[2
 local markers = tonumber(ARGV[4])
 local truncated = {}
 for m = 1, markers do truncated[m] = redis.call('HGET', KEYS[m], 'version') end
+local UNPACK = 2000  -- arguments per unpack (Lua's C stack holds 8000)
+local function call_all(command, args)
+  for from = 1, #args, UNPACK do
+    redis.call(command, unpack(args, from, math.min(from + UNPACK - 1, #args)))
+  end
+end
 
+-- every row's stored version, in one MGET; it answers false for a key of another type
+-- too, where GET fails (WRONGTYPE): when any key it found nothing in exists, the rows
+-- without a version take the general path, which reads theirs with GET
+local rows = (#KEYS - markers) / 2
+local version_keys, stored_versions = {}, {}
+for i = 1, rows do version_keys[i] = KEYS[markers + 2 * i] end
+for from = 1, rows, UNPACK do
+  local got = redis.call('MGET', unpack(version_keys, from, math.min(from + UNPACK - 1, rows)))
+  for i = 1, #got do stored_versions[from + i - 1] = got[i] end
+end
+local missing = {}
+for i = 1, rows do
+  if not stored_versions[i] then missing[#missing + 1] = version_keys[i] end
+end
+local foreign = false
+for from = 1, #missing, UNPACK do
+  if redis.call('EXISTS', unpack(missing, from, math.min(from + UNPACK - 1, #missing))) > 0 then
+    foreign = true
+  end
+end
+
+-- writes without a TTL wait here and go out at the end as one DEL and one MSET, then the
+-- tombstones with a TTL (a value goes with or before its version); the version keys
+-- written are in `written`, so a row of a key written already by this call (callers cut
+-- their calls before one: this is for other callers; a value key that is another row's
+-- version key they must avoid) sends them first and reads its version again
+local deletes, sets, tombstones, ttls = {}, {}, {}, {}
+local deleted, set, tombs = 0, 0, 0  -- how many each holds
+local written = {}
+local function flush()
+  call_all('DEL', deletes)
+  call_all('MSET', sets)
+  for i = 1, tombs, 2 do
+    redis.call('SET', tombstones[i], tombstones[i + 1], 'PX', ttls[(i + 1) / 2])
+  end
+  deletes, sets, tombstones, ttls, deleted, set, tombs = {}, {}, {}, {}, 0, 0, 0
+end
 local function set_version(version_key, version, version_ttl)
   if version_ttl > 0 then
     redis.call('SET', version_key, version, 'PX', version_ttl)
   else
-    redis.call('SET', version_key, version)
+    sets[set + 1], sets[set + 2], set = version_key, version, set + 2
   end
 end
 
@@ -82,10 +133,22 @@ local function set_json(key, value, version_key, version)
     redis.call('SET', key, value, 'PX', ttl)
     set_version(version_key, version, value_version_ttl)
   elseif value_version_ttl > 0 then
-    redis.call('SET', key, value)
-    set_version(version_key, version, value_version_ttl)
+    sets[set + 1], sets[set + 2], set = key, value, set + 2
+    tombstones[tombs + 1], tombstones[tombs + 2], tombs = version_key, version, tombs + 2
+    ttls[tombs / 2] = value_version_ttl
   else
-    redis.call('MSET', key, value, version_key, version)  -- no TTL: one call for both
+    sets[set + 1], sets[set + 2], sets[set + 3], sets[set + 4] = key, value, version_key, version
+    set = set + 4
+  end
+end
+
+local function delete(key, version_key, version)
+  deletes[deleted + 1], deleted = key, deleted + 1
+  if tombstone_ttl > 0 then
+    tombstones[tombs + 1], tombstones[tombs + 2], tombs = version_key, version, tombs + 2
+    ttls[tombs / 2] = tombstone_ttl
+  else
+    sets[set + 1], sets[set + 2], set = version_key, version, set + 2
   end
 end
 
@@ -112,9 +175,10 @@ local function set_hash(key, at)
   end
 end
 
-local function write(kind, key, version_key, version, truncated_at, at)
+-- the general path: 0 stale, 1 written, 2 the version moved since it was read
+local function write(kind, key, version_key, version, truncated_at, at, stored, reread)
   if truncated_at and older(version, truncated_at) then return 0 end
-  local stored = redis.call('GET', version_key)
+  if reread or (not stored and foreign) then stored = redis.call('GET', version_key) end
   if stored and older(version, stored) then return 0 end
   if kind == 'j' then
     set_json(key, ARGV[at], version_key, version)
@@ -125,8 +189,7 @@ local function write(kind, key, version_key, version, truncated_at, at)
     set_hash(key, at)
     set_version(version_key, version, value_version_ttl)
   else
-    redis.call('DEL', key)
-    set_version(version_key, version, tombstone_ttl)
+    delete(key, version_key, version)
   end
   return 1
 end
@@ -138,33 +201,67 @@ local function passes(message)
   end
   return false
 end
+local function message_of(result)
+  return type(result) == 'table' and result.err or tostring(result)
+end
 
 local out, at, k, row, last = {}, 5, markers + 1, 0, #ARGV
 while at <= last do
   row = row + 1
   local kind, marker, version, first = ARGV[at], tonumber(ARGV[at + 1]), ARGV[at + 2], at + 3
-  if kind == 'j' then
-    at = first + 1
-  elseif kind == 'J' then
-    at = first + 2
-  elseif kind == 'h' then
-    local keep = tonumber(ARGV[first])
-    at = first + keep + 2 + tonumber(ARGV[first + keep + 1])
+  local stored = stored_versions[row]
+  local truncated_at = truncated[marker]
+  local key, version_key = KEYS[k], KEYS[k + 1]
+  local reread = written[version_key]
+  if reread then
+    local ok, result = pcall(flush)
+    if not ok then return redis.error_reply(message_of(result)) end
+  end
+  if not reread and (kind == 'j' or kind == 'd') and (stored or not foreign) then
+    -- the common rows: written unless its table was truncated at a newer version or a
+    -- newer one is stored
+    if (not truncated_at or not older(version, truncated_at))
+        and (not stored or not older(version, stored)) then
+      if kind == 'd' then
+        delete(key, version_key, version)
+      elseif ttl == 0 and value_version_ttl == 0 then
+        sets[set + 1], sets[set + 2], sets[set + 3], sets[set + 4] =
+          key, ARGV[first], version_key, version
+        set = set + 4
+      else
+        set_json(key, ARGV[first], version_key, version)
+      end
+      written[version_key] = true
+    end
+    at = kind == 'd' and first or first + 1
   else
-    at = first
+    if kind == 'j' then
+      at = first + 1
+    elseif kind == 'J' then
+      at = first + 2
+    elseif kind == 'h' then
+      local keep = tonumber(ARGV[first])
+      at = first + keep + 2 + tonumber(ARGV[first + keep + 1])
+    else
+      at = first
+    end
+    local ok, result = pcall(write, kind, key, version_key, version, truncated_at, first,
+                             stored, reread)
+    if result == 1 then written[version_key] = true end
+    if not ok then
+      local message = message_of(result)
+      if passes(message) then return redis.error_reply(message) end
+      out[#out + 1] = row
+      out[#out + 1] = message
+    elseif result == 2 then
+      out[#out + 1] = row
+      out[#out + 1] = 'MOVED'
+    end
   end
-  local ok, result = pcall(write, kind, KEYS[k], KEYS[k + 1], version, truncated[marker], first)
   k = k + 2
-  if not ok then
-    local message = type(result) == 'table' and result.err or tostring(result)
-    if passes(message) then return redis.error_reply(message) end
-    out[#out + 1] = row
-    out[#out + 1] = message
-  elseif result == 2 then
-    out[#out + 1] = row
-    out[#out + 1] = 'MOVED'
-  end
 end
+local ok, result = pcall(flush)
+if not ok then return redis.error_reply(message_of(result)) end
 return out
 """.replace("TRANSIENT_REPLIES", ", ".join(f"'{reply}'" for reply in TRANSIENT_REPLIES))
 

@@ -6,7 +6,9 @@ the batch script (``scripts.BATCH``; one per ``batch.CHUNK_ROWS`` rows) carrying
 row's key, version and value (``rows``), so the version check costs one round trip and
 one script run per batch. Keys come from the view's or the sink's ``key_template``
 (``keys``). A plain batch (rows and deletes of tables without views, JSON, no unchanged
-TOAST columns: the common case) is rendered straight from the events (``plain``).
+TOAST columns: the common case) is rendered straight from the events (``plain``), ahead
+of its write when the runtime asks (``prepare``, in the runtime's reading thread while
+the previous batch is being written).
 
 ``mode: invalidate`` only deletes the key of every changed row (``UNLINK``).
 """
@@ -27,13 +29,20 @@ from connectors.changes import ChangeReader, Delete, Truncate, Upsert
 from connectors.contract import SinkContext, SinkEvent, WriteResult
 
 from . import scripts
-from .batch import ScriptBatch
+from .batch import PackedBatch, ScriptBatch
 from .config import RedisSinkConfig
 from .errors import is_transient, unavailable
 from .keys import KeyTemplates
 from .plain import PlainRows
 from .rows import RowRenderer, StoredJson
 from .truncate import VERSION_PREFIX, truncate
+
+
+class PreparedEvents(list[SinkEvent]):
+    """A batch with its plain rows rendered ahead (``RedisSink.prepare``); ``rows`` is
+    None when the batch is not plain."""
+
+    rows: ScriptBatch | PackedBatch | None = None
 
 
 class RedisSink:
@@ -64,10 +73,19 @@ class RedisSink:
             raise unavailable(exc, doing) from exc
         self._client, self._script = client, client.register_script(scripts.BATCH)
 
+    def prepare(self, batch: list[SinkEvent]) -> list[SinkEvent]:
+        """``batch`` with its plain rows rendered (``PreparingSink``)."""
+        prepared = PreparedEvents(batch)
+        prepared.rows = self._plain.rows(prepared, self._ttls)
+        return prepared
+
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply ``batch``: truncates first, then one batch script call."""
         client, script = self._connected()
-        plain = self._plain.rows(batch, self._ttls)
+        if isinstance(batch, PreparedEvents):  # rendered ahead (or not plain)
+            plain = batch.rows
+        else:
+            plain = self._plain.rows(batch, self._ttls)
         if plain is not None:
             return WriteResult(plain.run(script))
         changes, rejected = self._reader.read(batch)

@@ -1,13 +1,26 @@
-"""From log messages to sink events: decoding, coalescing per key, commit offsets."""
+"""From log messages to sink events: decoding, coalescing per key, commit offsets.
+
+With the native core, a polled batch is checked in one call (``sink_event_checks``:
+each message's version, and whether its value is certainly a JSON object orjson
+decodes) and its events are made undecoded (``SinkEvent.undecoded``): the first reader
+of ``SinkEvent.event`` decodes one, and a sink that works from the raw values (Redis's
+native rows) never does. Values the check is unsure of are decoded here, as without the
+native core (``decode_event``, the reference), and go to the dead-letter topic when they
+are not JSON objects. ``coalesce`` decodes only events whose key comes again in the
+batch.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, cast
 
 import orjson
 
+from cdc import native as native_core
 from cdc.log import Message, TopicPartition
+from cdc.plugins.contract import Undecoded
 from connectors.contract import SinkEvent, version_of
 from derived import fill_unchanged
 
@@ -43,8 +56,10 @@ def coalesce(events: Sequence[SinkEvent]) -> list[SinkEvent]:
     known: dict[tuple[str, bytes], dict[str, object]] = {}
     for index, sink_event in enumerate(events):
         where = (sink_event.message.topic, sink_event.message.key)
+        if last[where] == index and where not in known:
+            continue  # the one event of its key, or nothing earlier to keep: not decoded
         after = sink_event.event.get("after")
-        if sink_event.op in ("d", "t") or not isinstance(after, dict):
+        if sink_event.event.get("op") in ("d", "t") or not isinstance(after, dict):
             known.pop(where, None)
             continue
         if last[where] != index:
@@ -59,9 +74,11 @@ def coalesce(events: Sequence[SinkEvent]) -> list[SinkEvent]:
 
 
 def _filled_from_earlier(sink_event: SinkEvent, earlier: dict[str, object] | None) -> SinkEvent:
+    if not earlier:
+        return sink_event
     unchanged = sink_event.event.get("unchanged")
     after = sink_event.event.get("after")
-    if not earlier or not unchanged or not isinstance(after, dict):
+    if not unchanged or not isinstance(after, dict):
         return sink_event
     filled = fill_unchanged(after, unchanged, earlier)
     if filled.missing == frozenset(unchanged):
@@ -93,14 +110,51 @@ class DecodedBatch:
     undecodable: list[tuple[Message, str]] = field(default_factory=list)
 
 
-def decode_batch(messages: Sequence[Message]) -> DecodedBatch:
-    """Decode every message, then coalesce per key."""
+class EventChecksCore(Protocol):
+    """``distributary_native.sink_event_checks`` (``native/src/python/redis_args.rs``)."""
+
+    def sink_event_checks(self, messages: list[Message]
+                          ) -> tuple[list[int], list[int]] | None: ...
+
+
+def checks_core() -> EventChecksCore | None:
+    """The native checks when the switch allows and the installed module has them."""
+    core = native_core.CORE if native_core.enabled() else None
+    if core is None or not hasattr(core, "sink_event_checks"):
+        return None
+    return cast(EventChecksCore, core)
+
+
+CHECKS = checks_core()
+
+
+def decode_batch(messages: Sequence[Message], *, native: bool = True) -> DecodedBatch:
+    """Decode every message (left undecoded where the native checks vouch for it;
+    ``native=False``: the Python reference only), then coalesce per key."""
     batch = DecodedBatch()
-    decoded: list[SinkEvent] = []
-    for message in messages:
-        try:
-            decoded.append(decode_event(message))
-        except EventDecodeError as exc:
-            batch.undecodable.append((message, str(exc)))
-    batch.events = coalesce(decoded)
+    listed = messages if isinstance(messages, list) else list(messages)
+    checked = CHECKS.sink_event_checks(listed) if native and CHECKS is not None else None
+    if checked is None:
+        decoded: list[SinkEvent] = []
+        for message in listed:
+            try:
+                decoded.append(decode_event(message))
+            except EventDecodeError as exc:
+                batch.undecodable.append((message, str(exc)))
+        batch.events = coalesce(decoded)
+        return batch
+    versions, doubtful = checked
+    events = [SinkEvent(message, Undecoded(), version)
+              for message, version in zip(listed, versions, strict=True)]
+    if doubtful:
+        bad: set[int] = set()
+        for index in doubtful:
+            try:
+                events[index] = decode_event(listed[index])
+            except EventDecodeError as exc:
+                batch.undecodable.append((listed[index], str(exc)))
+                bad.add(index)
+        if bad:
+            events = [event for index, event in enumerate(events) if index not in bad]
+    batch.events = coalesce(events)
     return batch

@@ -7,13 +7,16 @@ letters, and only then commit the offsets. On stop the batch in hand is finished
 same way; if that cannot be done (the sink is down), it is left uncommitted and will be
 delivered again (sinks are idempotent).
 
-One batch is in flight while the next is read and decoded: the write and flush of batch
-N run in a sender thread (they wait on the sink's server, without the interpreter lock)
-while this thread polls and decodes batch N+1; batch N is finished (dead letters, commit)
-before batch N+1 is handed over, so batches reach the sink one at a time, in order. A
-rebalance in the poll of N+1 may take a partition of batch N away before N is committed:
-its new owner then delivers those events again, as after any crash (versioned writes make
-that harmless).
+Batches are written while the next ones are read and decoded: the writes and flushes run
+in one sender thread (they wait on the sink's server, without the interpreter lock),
+one batch after the other, in order, while this thread polls and decodes. Up to
+``IN_FLIGHT`` batches are handed over: one being written and the next queued behind it,
+so the sink's server goes from one batch to the next without waiting for this thread;
+batches are finished (dead letters, commit) in order, each once its write returned. A
+rebalance in a later poll may take a partition of a batch in flight away before that
+batch is committed: its new owner then delivers those events again, as after any crash
+(versioned writes make that harmless). When a write fails, the batches behind it may
+still be written; none of them is committed, and the events are delivered again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +44,8 @@ from .retry import Retrier
 from .sinks import build_sink
 
 log = logging.getLogger(__name__)
+
+IN_FLIGHT = 2
 
 
 def backpressure_of(connector: ConnectorConfig) -> Backpressure:
@@ -126,24 +132,30 @@ class ConnectorWorker:
                                    batch_timeout=connector.batch_timeout.total_seconds(),
                                    stop=self._stop)
         delivery = BatchDelivery(sink, self._setup.retrier)
-        in_flight: InFlight | None = None
+        in_flight: deque[InFlight] = deque()
         with ThreadPoolExecutor(1, thread_name_prefix=f"{connector.name}-sender") as sender:
             try:
                 while not self._stop.is_set():
-                    # with a batch in flight, only what is there already: the batch is
-                    # finished (dead letters, commit) as soon as its write returns
-                    messages = collector.collect(0.0 if in_flight is not None else IDLE_POLL_S)
+                    # with batches in flight, only what is there already: a batch is
+                    # finished (dead letters, commit) soon after its write returns
+                    messages = collector.collect(0.0 if in_flight else IDLE_POLL_S)
                     self._count_dropped(consumer)
-                    prepared = self.prepare(messages) if messages else None
-                    if in_flight is not None:
-                        finishing = in_flight
-                        in_flight = None  # a failure to finish it must not finish it again
-                        self.finish(finishing, consumer)
-                    if prepared is not None:
-                        in_flight = self.send(prepared, delivery, sender)
-            finally:
-                if in_flight is not None:  # the batch in hand, finished as any other
-                    self.finish(in_flight, consumer)
+                    if messages:
+                        in_flight.append(self.send(self.prepare(messages, sink), delivery,
+                                                   sender))
+                    while in_flight and (not messages or len(in_flight) > IN_FLIGHT
+                                         or in_flight[0].done()):
+                        # popped first: a failure to finish it must not finish it again
+                        self.finish(in_flight.popleft(), consumer)
+                while in_flight:  # stopping: the batches in hand, finished as any other
+                    self.finish(in_flight.popleft(), consumer)
+            except BaseException:
+                # a batch could not be finished: the ones behind it must not be committed
+                # (their offsets would cover its events); they are delivered again
+                for batch in in_flight:
+                    if batch.delivered is not None:
+                        batch.delivered.cancel()
+                raise
 
     def _count_dropped(self, consumer: Consumer) -> None:
         dropped = int(getattr(consumer, "dropped", 0))
@@ -151,13 +163,22 @@ class ConnectorWorker:
             self._setup.metrics.dropped.inc(dropped - self.dropped)
             self.dropped = dropped
 
-    def prepare(self, messages: Sequence[Message]) -> InFlight:
-        """Decode and coalesce a polled batch (before the previous one is finished)."""
+    def prepare(self, messages: Sequence[Message], sink: Sink | None = None) -> InFlight:
+        """Decode and coalesce a polled batch (before the previous one is finished), and
+        let ``sink`` prepare it if it can (``PreparingSink``)."""
         setup = self._setup
         setup.metrics.messages_read.inc(len(messages))
         fed = [m for m in messages
                if setup.skip_prefix is None or not m.topic.startswith(setup.skip_prefix)]
-        return InFlight(messages, decode_batch(fed), time.monotonic())
+        decoded = decode_batch(fed)
+        prepare = getattr(sink, "prepare", None)
+        if prepare is not None and decoded.events:
+            try:
+                decoded.events = prepare(decoded.events)
+            except Exception as exc:  # the write does the work again, and reports it
+                log.debug("%s: preparing a batch failed: %s", setup.connector.name,
+                          describe(exc), extra={"connector": setup.connector.name})
+        return InFlight(messages, decoded, time.monotonic())
 
     def send(self, batch: InFlight, delivery: BatchDelivery,
              sender: ThreadPoolExecutor) -> InFlight:
@@ -203,3 +224,7 @@ class InFlight:
     decoded: DecodedBatch
     started: float
     delivered: Future[list[DeadLetter]] | None = None
+
+    def done(self) -> bool:
+        """True when its write returned (or there was nothing to write)."""
+        return self.delivered is None or self.delivered.done()

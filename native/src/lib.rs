@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod murmur2;
+pub mod opensearch;
 pub mod pgoutput;
 pub mod record;
 pub mod redis_args;

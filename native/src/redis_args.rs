@@ -48,8 +48,7 @@ pub struct PlainEvent {
 /// The plain event of `raw` (a log record's value), or `None` when the Python path must
 /// decide (see the module docs).
 pub fn plain_event(raw: &[u8]) -> Option<PlainEvent> {
-    std::str::from_utf8(raw).ok()?;
-    let mut parser = Parser { raw, at: 0 };
+    let mut parser = Parser::new(raw)?;
     let event = parser.top_level()?;
     parser.blank();
     if parser.at != raw.len() {
@@ -80,6 +79,23 @@ pub fn plain_event(raw: &[u8]) -> Option<PlainEvent> {
         schema: schema?,
         table: table?,
     })
+}
+
+/// True when `raw` (a log record's value) is certainly a JSON object that orjson decodes:
+/// valid UTF-8, JSON's grammar, strings without control characters or lone surrogates,
+/// finite numbers, nesting within `MAX_DEPTH`. False when unsure (deeper nesting, say):
+/// the connector runtime then decodes it in Python, which decides. Duplicate members are
+/// fine (orjson keeps the last).
+pub fn json_object(raw: &[u8]) -> bool {
+    let Some(mut parser) = Parser::new(raw) else {
+        return false;
+    };
+    parser.blank();
+    if parser.peek() != Some(b'{') || parser.check(0).is_none() {
+        return false;
+    }
+    parser.blank();
+    parser.at == raw.len()
 }
 
 /// The text of one key column (`derived.keys.key_text`).
@@ -134,11 +150,37 @@ struct TopLevel {
 }
 
 struct Parser<'a> {
-    raw: &'a [u8],
+    text: &'a str, // the JSON, checked UTF-8 once: slices of it need no check again
+    raw: &'a [u8], // its bytes
     at: usize,
 }
 
+/// The bytes that end a run of plain string characters: `"`, `\\` and control characters.
+const STRING_END: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 impl<'a> Parser<'a> {
+    /// A parser at the start of `raw`; None if it is not UTF-8.
+    fn new(raw: &'a [u8]) -> Option<Self> {
+        let text = std::str::from_utf8(raw).ok()?;
+        Some(Parser { text, raw, at: 0 })
+    }
+
+    /// The text between `start` and `end` (None unless both are character boundaries,
+    /// which they are next to the ASCII bytes the parser stops at).
+    fn slice(&self, start: usize, end: usize) -> Option<&'a str> {
+        self.text.get(start..end)
+    }
+
     fn peek(&self) -> Option<u8> {
         self.raw.get(self.at).copied()
     }
@@ -226,9 +268,12 @@ impl<'a> Parser<'a> {
     fn unchanged(&mut self) -> Option<bool> {
         let start = self.at;
         self.skip()?;
-        let text = &self.raw[start..self.at];
-        let bare: Vec<u8> = text.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
-        Some(!(bare == b"null" || bare == b"[]"))
+        let bare = || {
+            self.raw[start..self.at]
+                .iter()
+                .filter(|b| !b.is_ascii_whitespace())
+        };
+        Some(!(bare().eq(b"null") || bare().eq(b"[]")))
     }
 
     fn source(&mut self) -> Option<(Option<String>, Option<String>)> {
@@ -266,7 +311,10 @@ impl<'a> Parser<'a> {
     fn key(&mut self) -> Option<Vec<(String, KeyValue)>> {
         let mut columns: Vec<(String, KeyValue)> = Vec::with_capacity(1);
         self.members(|parser, name| {
-            if columns.iter().any(|(column, _)| column.as_str() == name.as_ref()) {
+            if columns
+                .iter()
+                .any(|(column, _)| column.as_str() == name.as_ref())
+            {
                 return None;
             }
             let value = match parser.peek()? {
@@ -296,10 +344,106 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// Skip one value, checking it is JSON.
+    /// Skip one value, checking it is JSON orjson decodes (`check`).
     fn skip(&mut self) -> Option<()> {
-        let mut sink = Vec::new();
-        self.render(&mut sink, 0)
+        self.check(0)
+    }
+
+    /// Check the value at the cursor is JSON orjson decodes (see `json_object`),
+    /// rendering nothing.
+    fn check(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.blank();
+        match self.peek()? {
+            b'{' => {
+                self.at += 1;
+                self.blank();
+                if self.peek()? == b'}' {
+                    self.at += 1;
+                    return Some(());
+                }
+                loop {
+                    self.blank();
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.check(depth + 1)?;
+                    self.blank();
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b'}' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                self.blank();
+                if self.peek()? == b']' {
+                    self.at += 1;
+                    return Some(());
+                }
+                loop {
+                    self.check(depth + 1)?;
+                    self.blank();
+                    match self.peek()? {
+                        b',' => self.at += 1,
+                        b']' => {
+                            self.at += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => self.string().map(drop),
+            b't' => self.literal(b"true", ()),
+            b'f' => self.literal(b"false", ()),
+            b'n' => self.literal(b"null", ()),
+            _ => self.finite_number(),
+        }
+    }
+
+    /// Skip the number at the cursor: JSON's grammar, and finite as a double unless it
+    /// is a 64-bit integer (orjson refuses what overflows to infinity).
+    fn finite_number(&mut self) -> Option<()> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek()? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        let mut plain = self.at - start <= 18; // an integer of at most 18 digits
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.peek().filter(u8::is_ascii_digit)?;
+            self.digits();
+            plain = false;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.at += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            self.peek().filter(u8::is_ascii_digit)?;
+            self.digits();
+            plain = false;
+        }
+        if plain {
+            return Some(());
+        }
+        let text = self.slice(start, self.at)?;
+        text.parse::<f64>()
+            .ok()
+            .filter(|value| value.is_finite())
+            .map(drop)
     }
 
     /// Write the value at the cursor as orjson writes it once decoded.
@@ -319,7 +463,7 @@ impl<'a> Parser<'a> {
                     if !names.is_empty() {
                         out.push(b',');
                     }
-                    push_string(out, name.as_bytes());
+                    push_json_string(out, &name);
                     out.push(b':');
                     names.push(name);
                     parser.render(out, depth + 1)
@@ -351,7 +495,7 @@ impl<'a> Parser<'a> {
                 }
                 out.push(b']');
             }
-            b'"' => push_string(out, self.string()?.as_bytes()),
+            b'"' => push_json_string(out, &self.string()?),
             b't' => out.extend_from_slice(self.literal(b"true", b"true")?),
             b'f' => out.extend_from_slice(self.literal(b"false", b"false")?),
             b'n' => out.extend_from_slice(self.literal(b"null", b"null")?),
@@ -367,25 +511,26 @@ impl<'a> Parser<'a> {
         (self.peek()? == b'"').then_some(())?;
         self.at += 1;
         let start = self.at;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    let text = std::str::from_utf8(&self.raw[start..self.at]).ok()?;
-                    self.at += 1;
-                    return Some(Cow::Borrowed(text));
-                }
-                b'\\' => break,
-                0..=0x1f => return None,
-                _ => self.at += 1,
+        let run = self.raw[start..]
+            .iter()
+            .position(|&b| STRING_END[usize::from(b)])?;
+        self.at += run;
+        match self.raw[self.at] {
+            b'"' => {
+                let text = self.slice(start, self.at)?;
+                self.at += 1;
+                return Some(Cow::Borrowed(text));
             }
+            b'\\' => {}
+            _ => return None,
         }
-        let mut text = String::from(std::str::from_utf8(&self.raw[start..self.at]).ok()?);
+        let mut text = String::from(self.slice(start, self.at)?);
         loop {
             let run = self.at;
             while !matches!(self.peek()?, b'"' | b'\\' | 0..=0x1f) {
                 self.at += 1;
             }
-            text.push_str(std::str::from_utf8(&self.raw[run..self.at]).ok()?);
+            text.push_str(self.slice(run, self.at)?);
             match self.peek()? {
                 b'"' => {
                     self.at += 1;
@@ -430,7 +575,7 @@ impl<'a> Parser<'a> {
     }
 
     fn hex4(&mut self) -> Option<u32> {
-        let digits = std::str::from_utf8(self.raw.get(self.at..self.at + 4)?).ok()?;
+        let digits = self.text.get(self.at..self.at + 4)?;
         if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
@@ -465,7 +610,12 @@ impl<'a> Parser<'a> {
             self.digits();
             float = true;
         }
-        let text = std::str::from_utf8(&self.raw[start..self.at]).ok()?;
+        let text = self.slice(start, self.at)?;
+        if !float && text.len() <= 18 {
+            // JSON allows no leading zeros: the text is Python's, but for `-0`
+            out.extend_from_slice(if text == "-0" { b"0" } else { text.as_bytes() });
+            return Some(Number::Int);
+        }
         if !float {
             if let Ok(int) = text.parse::<i64>() {
                 out.extend_from_slice(int.to_string().as_bytes());
@@ -488,6 +638,20 @@ impl<'a> Parser<'a> {
         while self.peek().is_some_and(|b| b.is_ascii_digit()) {
             self.at += 1;
         }
+    }
+}
+
+/// Append `text` (a string's text) as orjson writes it: as it is when it came borrowed
+/// from the raw JSON (no escape there, so no `"`, `\\` or control character to escape).
+#[allow(clippy::ptr_arg)] // whether it is borrowed is the point
+fn push_json_string(out: &mut Vec<u8>, text: &Cow<'_, str>) {
+    match text {
+        Cow::Borrowed(plain) => {
+            out.push(b'"');
+            out.extend_from_slice(plain.as_bytes());
+            out.push(b'"');
+        }
+        Cow::Owned(unescaped) => push_string(out, unescaped.as_bytes()),
     }
 }
 
@@ -516,7 +680,10 @@ mod tests {
         assert!(found.upsert);
         assert_eq!(found.key, vec![("id".into(), KeyValue::Int("7".into()))]);
         assert_eq!(found.value, r#"{"id":7,"t":"aé/"}"#.as_bytes());
-        assert_eq!((found.schema.as_str(), found.table.as_str()), ("public", "orders"));
+        assert_eq!(
+            (found.schema.as_str(), found.table.as_str()),
+            ("public", "orders")
+        );
     }
 
     #[test]
@@ -534,7 +701,9 @@ mod tests {
     #[test]
     fn what_python_must_decide_is_refused() {
         for raw in [
-            format!(r#"{{"op":"u","key":{{"id":1}},"after":{{"id":1}},"unchanged":["b"],{SOURCE}}}"#),
+            format!(
+                r#"{{"op":"u","key":{{"id":1}},"after":{{"id":1}},"unchanged":["b"],{SOURCE}}}"#
+            ),
             format!(r#"{{"op":"u","key":{{"id":1.5}},"after":{{"id":1}},{SOURCE}}}"#),
             format!(r#"{{"op":"u","key":{{}},"after":{{"id":1}},{SOURCE}}}"#),
             format!(r#"{{"op":"t","key":{{"id":1}},"after":null,{SOURCE}}}"#),
@@ -560,6 +729,43 @@ mod tests {
             String::from_utf8(found.value).unwrap(),
             r#"{"n":[1.5,0,100000.0,1e-7,1.8446744073709552e+19],"s":"\u001b\t\""}"#
         );
+    }
+
+    #[test]
+    fn json_objects_are_confirmed_and_anything_doubtful_is_not() {
+        for raw in [
+            r#"{}"#,
+            " {\"a\" : [1, -0, 1.5e3, 18446744073709551616, true, false, null, {}]}\n",
+            r#"{"a":1,"a":2}"#,
+            r#"{"s":"\u00e9\ud83d\ude00\n\"","t":"é"}"#,
+        ] {
+            assert!(json_object(raw.as_bytes()), "{raw}");
+        }
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(70), "]".repeat(70));
+        for raw in [
+            "",
+            "[]",
+            "1",
+            "\"a\"",
+            "{",
+            "{}}",
+            "{} x",
+            "{\"a\":01}",
+            "{\"a\":1e400}",
+            "{\"a\":\"\\ud800\"}",
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":NaN}",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{a:1}",
+            "\u{feff}{}",
+            "{\"a\":-}",
+            "{\"a\":1.}",
+            &deep,
+        ] {
+            assert!(!json_object(raw.as_bytes()), "{raw}");
+        }
+        assert!(!json_object(b"{\"a\":\"\xff\"}"));
     }
 
     #[test]

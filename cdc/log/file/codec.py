@@ -17,8 +17,10 @@ records). Both run in the native core (``cdc.native``) when it is installed; the
 from __future__ import annotations
 
 import re
+import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from itertools import starmap
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...native import CORE
@@ -35,6 +37,8 @@ _LINE = re.compile(
 _VALUE_SEP = b',"value":'
 _VALUE_SEP_LEN = len(_VALUE_SEP)
 _crc32 = zlib.crc32
+# an index file's entry: ``segments.INDEX_ENTRY`` (which imports this module: defined here)
+INDEX_ENTRY = struct.Struct(">QQ")
 
 
 class RecordFormatError(ValueError):
@@ -103,6 +107,21 @@ def encode_batch_reference(records: Sequence[Record], first_offset: int, now_ms:
     return b"".join(lines), entries, last_indexed
 
 
+def encode_topic_batch_reference(records: Sequence[Record], topic: str, first_offset: int,
+                                 now_ms: int, size: int, last_indexed: int,
+                                 index_interval: int) -> tuple[bytes, bytes, int] | None:
+    """``encode_batch_reference`` of a batch ``FileProducer.append`` puts in one partition
+    whole: every record of ``topic`` (a topic of one partition) without a ``partition`` of
+    its own, its index entries packed as the index file holds them (``INDEX_ENTRY``). None
+    when it is not such a batch (the producer then groups it)."""
+    if not all(isinstance(record, Record) and record.partition is None
+               and record.topic == topic for record in records):
+        return None
+    lines, entries, last_indexed = encode_batch_reference(
+        records, first_offset, now_ms, size, last_indexed, index_interval)
+    return lines, b"".join(starmap(INDEX_ENTRY.pack, entries)), last_indexed
+
+
 def decode_lines_reference(chunk: bytes, start: int, limit: int, topic: str, partition: int,
                            next_offset: int, skipping: bool) -> RawLineBatch:
     """Decode the complete lines of ``chunk`` from byte ``start``: at most ``limit``
@@ -144,6 +163,10 @@ class LineBatch(NamedTuple):
 
 
 _encode_batch = CORE.encode_batch if CORE is not None else encode_batch_reference
+# a module built before it has none: the reference then (the producer groups as before)
+_encode_topic_batch: Callable[[list[Record], str, int, int, int, int, int],
+                              tuple[bytes, bytes, int] | None] = getattr(
+    CORE, "encode_topic_batch", encode_topic_batch_reference)
 _decode_lines = CORE.decode_lines if CORE is not None else decode_lines_reference
 
 
@@ -151,6 +174,14 @@ def encode_batch(records: Sequence[Record], first_offset: int, now_ms: int, size
                  last_indexed: int, index_interval: int) -> EncodedBatch:
     """``encode_batch_reference``, in the native core when it is installed."""
     return _encode_batch(records, first_offset, now_ms, size, last_indexed, index_interval)
+
+
+def encode_topic_batch(records: list[Record], topic: str, first_offset: int, now_ms: int,
+                       size: int, last_indexed: int,
+                       index_interval: int) -> tuple[bytes, bytes, int] | None:
+    """``encode_topic_batch_reference``, in the native core when it is installed."""
+    return _encode_topic_batch(records, topic, first_offset, now_ms, size, last_indexed,
+                               index_interval)
 
 
 def decode_lines(chunk: bytes, start: int, limit: int, topic: str, partition: int,

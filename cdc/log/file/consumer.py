@@ -4,6 +4,11 @@ Work follows activity, not the number of topics: the member keeps the partitions
 may have unread records in ``_dirty`` (filled from the doorbells of ``notify``), and a
 poll reads only those. Readers open their segment on first read and share the log's
 bounded pool of open files.
+
+A commit is written to the group's journal at once (every member and process sees it)
+and fsynced within ``OFFSETS_SYNC_S`` (by a later commit or poll), when a partition is
+revoked and on close: see ``offsets`` for why a machine crash losing the last commits
+only delivers some events again.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ REBALANCE_EVERY_S = 0.5
 TOPICS_RESCAN_S = 10.0  # a safety net: new topics are normally announced by a doorbell
 TOPICS_RESCAN_MIN_S = 0.5  # however often topics are created (a snapshot of 2,000 tables)
 DROP_CHECK_EVERY_S = 0.5
+OFFSETS_SYNC_S = 0.5
 
 
 class FileConsumer:
@@ -55,7 +61,7 @@ class FileConsumer:
         self._start = start or StartAt.committed()
         self._backpressure = backpressure or Backpressure()
         self._member = GroupMember(self._root, group, self._backpressure)
-        self._offsets = OffsetStore(self._root, group)
+        self._offsets = OffsetStore(self._root, group, sync_every=OFFSETS_SYNC_S)
         self._readers: dict[TopicPartition, PartitionReader] = {}
         self._dirty: dict[TopicPartition, None] = {}  # may have unread records; oldest first
         self._bells: dict[str, TopicPartition] = {}
@@ -108,7 +114,10 @@ class FileConsumer:
             self._desired = self._member.desired(self._subscription, list(members))
             self._dealt = (members, self._version)
         desired = self._desired
-        for tp in [tp for tp in self._readers if tp not in desired]:
+        revoked = [tp for tp in self._readers if tp not in desired]
+        if revoked:
+            self._offsets.sync()  # their next owner starts from synced commits
+        for tp in revoked:
             self._readers.pop(tp).close()
             self._dirty.pop(tp, None)
             self._bells.pop(doorbell_name(tp.topic, tp.partition), None)
@@ -188,6 +197,7 @@ class FileConsumer:
         deadline = time.monotonic() + timeout
         while True:
             members_changed = self._take_changes()
+            self._offsets.sync_if_due()
             now = time.monotonic()
             if now >= self._next_rescan:
                 self._rescan_topics()
@@ -234,7 +244,8 @@ class FileConsumer:
 
     # -- offsets ---------------------------------------------------------------------
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        """Durably commit next offsets (default: just after what ``poll`` returned).
+        """Commit next offsets (default: just after what ``poll`` returned): visible to
+        the group at once, fsynced within ``OFFSETS_SYNC_S`` (see the module docstring).
 
         Offsets of partitions this member no longer holds are not written: their new
         owner starts from the last offset committed while this member held them.
@@ -247,7 +258,7 @@ class FileConsumer:
                     changed[tp] = offset
             else:
                 log.info("not committing %s: partition was reassigned", tp)
-        self._offsets.put_many(changed)  # one write and one fsync for all of them
+        self._offsets.put_many(changed)  # one write for all of them
         self._committed.update(changed)
 
     def assignment(self) -> set[TopicPartition]:
@@ -260,10 +271,13 @@ class FileConsumer:
         self._dirty[partition] = None
 
     def close(self) -> None:
-        """Leave the group and release every file."""
-        for reader in self._readers.values():
-            reader.close()
-        self._readers.clear()
-        self._dirty.clear()
-        self._member.leave()
-        self._watcher.close()
+        """Sync the commits, leave the group and release every file."""
+        try:
+            self._offsets.close()
+        finally:
+            for reader in self._readers.values():
+                reader.close()
+            self._readers.clear()
+            self._dirty.clear()
+            self._member.leave()
+            self._watcher.close()

@@ -2,14 +2,22 @@
 
     <root>/_groups/<group>/offsets.log   lines "<partition> <offset> <topic>", newest last
 
-A commit appends the changed partitions' lines in one write and one fsync, however many
-partitions it covers (a file per partition would cost two fsyncs each). Readers replay
-the journal, the last line of a partition winning, and keep their place so a refresh
-reads only what was appended since. When the journal grows well past its live content
-it is rewritten (temporary file, fsync, rename) under an exclusive ``flock``; appenders
-hold a shared one and check they still write to the current file. A line torn by a
-crash is skipped (every write starts with a newline, so it never joins the next one).
-Offsets of older logs (``offsets/<topic dir>~<p>`` files) are read as a base.
+A commit appends the changed partitions' lines in one write, however many partitions it
+covers (a file per partition would cost two fsyncs each), and fsyncs the journal: at
+once by default, or, for a store made with ``sync_every`` (a group member's,
+``FileConsumer``), at most that often, on ``sync`` and on ``close``. Either way every
+other reader sees a commit as soon as ``put_many`` returns (it is in the page cache):
+rebalancing, lag and a restarted process read it. Only a machine crash can lose commits
+not synced yet, and then the group reads again from an earlier commit: sinks are
+idempotent and versioned, so delivering some events again is harmless, and a commit
+never goes past what was written (the journal only loses lines at its end; a line cut
+short is skipped). Readers replay the journal, the last line of a partition winning, and
+keep their place so a refresh reads only what was appended since. When the journal grows
+well past its live content it is rewritten (temporary file, fsync, rename) under an
+exclusive ``flock``; appenders hold a shared one while they write and check they still
+write to the current file. A line torn by a crash is skipped (every write starts with a
+newline, so it never joins the next one). Offsets of older logs
+(``offsets/<topic dir>~<p>`` files) are read as a base.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,7 +41,8 @@ COMPACT_MIN_BYTES = 1 << 20
 class OffsetStore:
     """Committed offsets of one group."""
 
-    def __init__(self, root: Path, group: str) -> None:
+    def __init__(self, root: Path, group: str, *, sync_every: float = 0.0) -> None:
+        """``sync_every``: seconds a commit may stay unsynced (0: fsync every commit)."""
         self._root = root
         self.directory = group_dir(root, group)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -40,6 +50,10 @@ class OffsetStore:
         self._state: dict[TopicPartition, int] = {}
         self._inode = -1
         self._read_to = 0
+        self._sync_every = sync_every
+        self._fd = -1  # the journal, open for appending once this store wrote to it
+        self._unsynced = False
+        self._synced_at = 0.0
 
     # -- reading -----------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -95,25 +109,54 @@ class OffsetStore:
         self.put_many({tp: offset})
 
     def put_many(self, offsets: Mapping[TopicPartition, int]) -> None:
-        """Durably replace the committed offsets of several partitions (one fsync)."""
+        """Replace the committed offsets of several partitions (one write; one fsync now,
+        or within ``sync_every`` seconds)."""
         if not offsets:
             return
         data = b"\n" + b"".join(b"%d %d %s\n" % (tp.partition, offset, tp.topic.encode())
                                 for tp, offset in offsets.items())
         while True:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if self._fd < 0:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self._fd
+            fcntl.flock(fd, fcntl.LOCK_SH)
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH)
                 if os.fstat(fd).st_ino != _inode_of(self.path):
-                    continue  # rewritten meanwhile: append to the new file
+                    # rewritten meanwhile (with what this store wrote, synced): append to
+                    # the new file
+                    self._fd = -1
+                    os.close(fd)
+                    continue
                 os.write(fd, data)
-                os.fsync(fd)
                 size = os.fstat(fd).st_size
             finally:
-                os.close(fd)
+                if self._fd == fd:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
             break
+        self._unsynced = True
+        if time.monotonic() - self._synced_at >= self._sync_every:
+            self.sync()
         if size > max(COMPACT_MIN_BYTES, 8 * 48 * (len(self._state) + len(offsets))):
             self._compact()
+
+    def sync(self) -> None:
+        """fsync the commits not synced yet."""
+        if self._unsynced and self._fd >= 0:
+            os.fsync(self._fd)
+        self._unsynced = False
+        self._synced_at = time.monotonic()
+
+    def sync_if_due(self) -> None:
+        """``sync`` when a commit has waited ``sync_every`` seconds or more."""
+        if self._unsynced and time.monotonic() - self._synced_at >= self._sync_every:
+            self.sync()
+
+    def close(self) -> None:
+        """Sync, and close the journal."""
+        self.sync()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def _compact(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -54,6 +54,10 @@ _GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
                           dict[tuple[str, int], list[Record]] | None] | None = (
     getattr(CORE, "group_records", None) if CORE is not None else None)
 
+# ``append``'s common batch (one topic of one partition) checked and encoded in one native
+# pass (``_append_whole``); without the native core it is grouped, then encoded, in Python
+_ONE_PASS = CORE is not None and hasattr(CORE, "encode_topic_batch")
+
 
 def _syncs_segments(parts: Sequence[tuple[bytes, int, int, bytes]]) -> bool:
     """True when a batch of these parts is made durable by each segment's own fdatasync
@@ -136,12 +140,31 @@ class FileProducer:
 
     def append(self, records: Sequence[Record]) -> None:
         """Append ``records`` (grouped per partition, order kept); durable on return."""
+        if _ONE_PASS and type(records) is list and records and self._append_whole(records):
+            return
         batches: dict[tuple[str, int], list[Record]] | None = None
         if _GROUP_RECORDS is not None and type(records) is list:
             batches = _GROUP_RECORDS(records, self._partitions)  # None: not every topic known
         if batches is None:
             batches = self._group(records)
         self._write(batches)
+
+    def _append_whole(self, records: list[Record]) -> bool:
+        """The common batch, every record of one topic of one partition (none with a
+        partition of its own), checked and encoded in one native pass (what ``_group`` then
+        ``_write`` do with it); False, and nothing written, when it is not one."""
+        topic = getattr(records[0], "topic", None)
+        if type(topic) is not str or self._partitions.get(topic) != 1:
+            return False
+        key = (topic, 0)
+        writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
+        writer = writers.get(key) or self.writer(TopicPartition(topic, 0))
+        # durable by the segment's own fdatasync, as ``_write`` makes a one-partition batch
+        if writer.write_topic(records, topic, int(time.time() * 1000),
+                              sync=self._checkpoints is not None) is None:
+            return False
+        self._made_durable([], [], (key,))
+        return True
 
     def _group(self, records: Sequence[Record]) -> dict[tuple[str, int], list[Record]]:
         """``records`` per partition, in order of first appearance, order kept (what the

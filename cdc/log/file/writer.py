@@ -14,10 +14,11 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from itertools import starmap
 from pathlib import Path
 
 from ..records import NO_POSITION, Position, Record
-from .codec import decode_record, encode_batch
+from .codec import decode_record, encode_batch, encode_topic_batch
 from .encoded import EncodedPart
 from .handles import HandlePool
 from .segments import (
@@ -64,6 +65,11 @@ def _append_once(path: str, data: bytes, *, create: bool = False,
             os.fdatasync(fd)
     finally:
         os.close(fd)
+
+
+def _packed(entries: list[tuple[int, int]]) -> bytes:
+    """Index entries ``(offset, byte position)`` as the index file holds them."""
+    return b"".join(starmap(INDEX_ENTRY.pack, entries))
 
 
 def fsync_dir(directory: Path) -> None:
@@ -196,7 +202,22 @@ class PartitionWriter:
         data, entries, self._last_indexed = encode_batch(
             records, first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
         last = records[-1].position if records else NO_POSITION
-        return self._put(first, data, entries, len(records), last, sync=sync)
+        return self._put(first, data, _packed(entries), len(records), last, sync=sync)
+
+    def write_topic(self, records: list[Record], topic: str, now_ms: int, *,
+                    sync: bool = False) -> tuple[int, bytes] | None:
+        """As ``write``, of a batch all of ``topic`` without a ``partition`` of its own
+        (``FileProducer.append`` of a topic of one partition), checked as it is encoded
+        (``encode_topic_batch``); None, and nothing written, when it is not one. (A segment
+        due to roll over may have been rolled: as the next write would.)"""
+        first = self._next_first()
+        encoded = encode_topic_batch(records, topic, first, now_ms, self._size,
+                                     self._last_indexed, INDEX_INTERVAL_BYTES)
+        if encoded is None:
+            return None
+        data, index_entries, self._last_indexed = encoded
+        last = records[-1].position if records else NO_POSITION
+        return self._put(first, data, index_entries, len(records), last, sync=sync)
 
     def write_encoded(self, part: EncodedPart, now_ms: int, *,
                       sync: bool = False) -> tuple[int, bytes]:
@@ -205,7 +226,8 @@ class PartitionWriter:
         first = self._next_first()
         data, entries, self._last_indexed = part.encode(
             first, now_ms, self._size, self._last_indexed, INDEX_INTERVAL_BYTES)
-        return self._put(first, data, entries, part.count, part.last_position, sync=sync)
+        return self._put(first, data, _packed(entries), part.count, part.last_position,
+                         sync=sync)
 
     def _next_first(self) -> int:
         """The offset of the next record, a new segment started first when it is due."""
@@ -215,11 +237,10 @@ class PartitionWriter:
             self._start_segment(self.next_offset)
         return self.next_offset
 
-    def _put(self, first: int, data: bytes, entries: list[tuple[int, int]], count: int,
+    def _put(self, first: int, data: bytes, index_entries: bytes, count: int,
              last: Position, *, sync: bool) -> tuple[int, bytes]:
         """Write the encoded lines of ``count`` records from ``first`` (the last at source
-        position ``last``) and their index entries."""
-        index_entries = b"".join(INDEX_ENTRY.pack(offset, at) for offset, at in entries)
+        position ``last``) and their index entries (packed: ``_packed``)."""
         if self.journaled:  # open, write, close: no file stays open, no pool to consult
             _append_once(self.segment_path, data, sync=sync and self.fsync)
             if index_entries:

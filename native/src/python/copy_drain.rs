@@ -138,7 +138,10 @@ mod tests {
     #[test]
     fn whole_lines_end_at_the_last_newline() {
         let mut pending = b"a\tb\nc\td\ne".to_vec();
-        assert_eq!(whole_lines(&mut pending).as_deref(), Some(&b"a\tb\nc\td\n"[..]));
+        assert_eq!(
+            whole_lines(&mut pending).as_deref(),
+            Some(&b"a\tb\nc\td\n"[..])
+        );
         assert_eq!(pending, b"e");
         assert_eq!(whole_lines(&mut pending), None);
         pending.extend_from_slice(b"f\n");

@@ -11,6 +11,7 @@ mod encode;
 mod group;
 mod ints;
 mod named_tuple;
+mod opensearch;
 mod partition;
 mod redis_args;
 mod snapshot;
@@ -22,6 +23,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(encode::encode_batch, module)?)?;
+    module.add_function(wrap_pyfunction!(encode::encode_topic_batch, module)?)?;
     module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;
     module.add_function(wrap_pyfunction!(partition::murmur2, module)?)?;
     module.add_function(wrap_pyfunction!(partition::partition_for, module)?)?;
@@ -39,6 +41,8 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(spool::spool_records, module)?)?;
     module.add_function(wrap_pyfunction!(group::group_records, module)?)?;
     module.add_function(wrap_pyfunction!(batch::feed_batch, module)?)?;
-    module.add_function(wrap_pyfunction!(redis_args::redis_rows, module)?)?;
+    module.add_function(wrap_pyfunction!(redis_args::redis_calls, module)?)?;
+    module.add_function(wrap_pyfunction!(redis_args::sink_event_checks, module)?)?;
+    module.add_function(wrap_pyfunction!(opensearch::opensearch_actions, module)?)?;
     Ok(())
 }

@@ -112,3 +112,32 @@ fn digits_beyond_u64_do_not_fit() {
     assert_eq!(parse_u64(b"18446744073709551616"), None);
     assert_eq!(parse_u64(b"007"), Some(7));
 }
+
+#[test]
+fn numbers_of_every_width_are_written_as_format_writes_them() {
+    // the line is sized before it is written: every digit count, both signs, the extremes
+    let mut values: Vec<u64> = vec![0, 1, 9, 10, 11, 99, 100, 101, 999, u64::MAX - 1, u64::MAX];
+    let mut power = 1u64;
+    while let Some(next) = power.checked_mul(10) {
+        values.extend([power - 1, power, power + 1, next - 1]);
+        power = next;
+    }
+    for &n in &values {
+        let mut digits = Vec::new();
+        push_u64(&mut digits, n);
+        assert_eq!(digits, n.to_string().into_bytes());
+        let signed = i64::try_from(n).map_or(i64::MIN, |i| -i);
+        let offset = n;
+        let got = line_with_seq(offset, Number::Signed(signed), n % 2 == 0, b"1", b"2");
+        let want = format!(
+            "\"offset\":{offset},\"ts\":1700000000000,\"lsn\":23803808,\"seq\":{signed},\"del\":{},\"kl\":1,\"key\":1,\"value\":2}}\n",
+            n % 2 == 0
+        );
+        assert_eq!(&got[BODY_START..], want.as_bytes());
+        let crc = crc32fast::hash(&got[BODY_START..got.len() - 2]);
+        assert_eq!(
+            &got[..BODY_START],
+            format!("{{\"crc\":\"{crc:08x}\",").as_bytes()
+        );
+    }
+}

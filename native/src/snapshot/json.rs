@@ -118,9 +118,8 @@ fn shortest_is_ambiguous(value: f64, mantissa: &str, exponent: &str) -> bool {
     // the neighbours are shortest ± 1, the midpoints (10 · shortest ± 5) · 10^power
     let power = exponent - i32::try_from(digits.len()).unwrap_or(i32::MAX);
     let magnitude = value.abs();
-    let reads_back = |neighbour: u128| {
-        format!("{neighbour}e{}", power + 1).parse::<f64>() == Ok(magnitude)
-    };
+    let reads_back =
+        |neighbour: u128| format!("{neighbour}e{}", power + 1).parse::<f64>() == Ok(magnitude);
     (equals_decimal(magnitude, shortest * 10 + 5, power) && reads_back(shortest + 1))
         || (shortest > 0
             && equals_decimal(magnitude, shortest * 10 - 5, power)

@@ -329,3 +329,37 @@ def test_an_unreachable_redis_is_transient() -> None:
     config = RedisSinkConfig.model_validate({"url": "redis://127.0.0.1:9/0", "timeout": "1s"})
     with pytest.raises(SinkUnavailableError, match="Redis failed while connecting"):
         RedisSink(config).open()
+
+
+def test_a_foreign_version_key_rejects_only_its_event(make_sink: SinkMaker,
+                                                      client: RedisClient,
+                                                      table: TableEvents) -> None:
+    """The script reads every version in one MGET, which answers nothing for a key of
+    another type; GET refuses it (WRONGTYPE), and so does the script, for that row."""
+    sink = make_sink()
+    client.rpush(f"_cdc_version:{table.table}:1", "not a version")
+    bad = table.upsert({"id": 1, "title": "t"}, 100)
+    result = sink.write([bad, table.upsert({"id": 2, "title": "u"}, 100, 1),
+                         table.delete({"id": 3}, 100, 2)])
+    assert [r.event for r in result.rejected] == [bad]
+    assert "WRONGTYPE" in result.rejected[0].reason
+    assert values(client, table) == {f"{table.table}:2": {"id": 2, "title": "u"}}
+    assert client.exists(f"{table.table}:1") == 0
+    assert stored_version(client, f"{table.table}:3") is not None  # its tombstone
+
+
+def test_rows_of_one_key_in_one_batch_land_in_order(make_sink: SinkMaker,
+                                                    client: RedisClient,
+                                                    table: TableEvents) -> None:
+    """Two tables whose keys meet: their rows of one key go in separate calls, in order."""
+    other = TableEvents(table=f"{table.table}_b")
+    sink = make_sink(key_template="shared:{key}")
+    written(sink, [table.upsert({"id": 1, "v": "a"}, 100), other.upsert({"id": 1, "v": "b"},
+                                                                         101),
+                   table.upsert({"id": 2, "v": "c"}, 102), other.delete({"id": 2}, 103),
+                   other.upsert({"id": 3, "v": "d"}, 99), table.upsert({"id": 3, "v": "e"},
+                                                                       98)])
+    assert orjson.loads(client.get("shared:1")) == {"id": 1, "v": "b"}
+    assert client.get("shared:2") is None
+    assert orjson.loads(client.get("shared:3")) == {"id": 3, "v": "d"}  # the newer one
+    client.delete(*[k for k in client.keys("*shared:*")])

@@ -90,6 +90,19 @@ def test_large_values_start_a_new_call() -> None:
         ["orders:0", "orders:1"], ["orders:2"], ["orders:3"], ["orders:4"]]
 
 
+def test_a_key_already_in_the_call_starts_a_new_call() -> None:
+    table = TableEvents()
+    batch = ScriptBatch(TTLS)
+    for number, key in enumerate(["orders:1", "orders:2", "orders:1", "orders:3",
+                                  "_cdc_version:orders:3", "orders:2"]):
+        batch.row(table.upsert({"id": number}, 100, number), key, "m", "j", (b"v",))
+    script = FakeScript()
+    run(batch, script)
+    assert [keys[1::2] for keys, _ in script.calls] == [
+        ["orders:1", "orders:2"], ["orders:1", "orders:3"], ["_cdc_version:orders:3",
+                                                             "orders:2"]]
+
+
 def test_a_moved_version_retries_the_batch() -> None:
     batch = ScriptBatch(TTLS)
     batch.row(TableEvents().upsert({"id": 1}, 100), "orders:1", "m", "J", ("none", b"{}"))
@@ -145,7 +158,9 @@ def test_a_plain_batch_gets_the_same_rows_on_both_paths() -> None:
               lines.upsert({"o": "a:b", "l": 1, "x": None}, 101, key=("o", "l")),
               orders.delete({"id": 2}, 102), orders.upsert({"id": 3}, 103, op="r"),
               lines.delete({"o": "7", "l": 2}, 104)]
-    plain = PlainRows(config, KeyTemplates(config.key_template), "app").rows(events, TTLS)
+    plain = PlainRows(config, KeyTemplates(config.key_template), "app",
+                      native=False).rows(events, TTLS)
+    assert isinstance(plain, ScriptBatch)
     assert calls_of(plain) == calls_of(general_rows(config, events))
 
 

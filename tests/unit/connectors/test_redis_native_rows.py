@@ -1,22 +1,23 @@
-"""The native plain rows (``distributary_native.redis_rows``) against the Python loop of
-``PlainRows`` (the reference): the same script calls, argument for argument, for
-hypothesis-generated events, and ``None`` (Python decides) where it must."""
+"""The native plain rows (``distributary_native.redis_calls``) against the Python loop of
+``PlainRows`` (the reference): the same script calls, byte for byte as redis-py packs the
+reference's arguments, for hypothesis-generated events, and ``None`` (Python decides)
+where it must."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis.commands.core import Script
+from redis.connection import Connection
 
 from cdc.log import Message, Position
 from connectors.contract import SinkEvent, version_of
 from connectors.redis import RedisSinkConfig, batch
-from connectors.redis.batch import ScriptBatch
+from connectors.redis.batch import PackedBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
 from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
 from connectors.redis.plain import PlainRows
@@ -60,17 +61,19 @@ def sink_event(topic_table: tuple[str, str], op: str, key: dict[str, Any],
     return SinkEvent(message, orjson.loads(raw), version_of(lsn, number))
 
 
-def calls(rows: ScriptBatch | None) -> list[tuple[list[Any], list[Any]]] | None:
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def calls(rows: ScriptBatch | PackedBatch | None) -> list[bytes] | None:
+    """Each call's EVALSHA command as sent: the native batch's packed bytes, or redis-py's
+    packing of the reference's keys and arguments."""
     if rows is None:
         return None
-    made: list[tuple[list[Any], list[Any]]] = []
-
-    def script(keys: list[Any], args: list[Any]) -> list[Any]:
-        made.append((keys, args))
-        return []
-
-    assert rows.run(cast(Script, script)) == []
-    return made
+    if isinstance(rows, PackedBatch):
+        return [b"".join(parts) for parts in rows.commands(SHA)]
+    packer = Connection()  # type: ignore[no-untyped-call]
+    return [b"".join(packer.pack_command(  # type: ignore[no-untyped-call]
+        "EVALSHA", SHA, len(keys), *keys, *args)) for keys, args in rows.calls()]
 
 
 def both(events: list[SinkEvent], template: str = "{table}:{key}",
@@ -202,3 +205,16 @@ def test_any_key_gives_identical_arguments_or_python_decides(events: list[SinkEv
                                                              template: str) -> None:
     native, reference = both(events, template)
     assert native is None or native == reference
+
+
+def test_a_key_the_call_holds_already_starts_a_new_call_on_both_sides() -> None:
+    orders = ("public", "orders")
+    events = [sink_event(orders, "u", {"id": n % 3}, {"id": n % 3, "n": n}, n)
+              for n in range(7)]
+    for template in ("{key}", "x{topic}y{key.id}z{key}"):
+        native, reference = both(events, template)
+        assert native is not None and len(native) == 3  # ids 0,1,2 | 0,1,2 | 0
+        assert native == reference
+    native, reference = both(events, "same")  # every event writes one key
+    assert native is not None and len(native) == 7
+    assert native == reference

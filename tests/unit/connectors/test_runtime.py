@@ -224,3 +224,21 @@ def test_metrics_count_events_batches_and_lag(event_log: FileLog,
     assert sample(metrics, "retries_total") == 0
     assert sample(metrics, "lag", topic=TOPIC, partition="0") == 2
     assert sample(metrics, "batch_seconds_count") == 2
+
+
+def test_a_failed_batch_leaves_the_batches_behind_it_uncommitted(
+        event_log: FileLog, fake_sinks: SinkBuilders) -> None:
+    """The next batch is queued behind the one being written; when that one fails for
+    good, the next may still be written, but neither is committed (the next one's offsets
+    would cover the failed one's events)."""
+    gate = threading.Event()
+    sink = install(fake_sinks, RecordingSink(write_errors=[SinkUnavailableError("down")] * 2,
+                                             gate=gate))
+    append_events(event_log, [1, 2, 3, 4, 5, 6])
+    runner = make_runner(event_log, make_connector(batch_size=2, retry={"max_attempts": 2}),
+                         retry_sleep=lambda delay: None)
+    threading.Timer(0.5, gate.set).start()  # by then the next batches are queued
+    run_until(runner, lambda: False)
+    assert runner.failures
+    assert sink.written_keys[:2] == [3, 4]  # written behind the failed batch
+    assert committed(event_log) == {}

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
+import pytest
 
 from cdc.log import StartAt
 from cdc.log.file import FileLog
+from cdc.log.file import consumer as consumer_module
 
 from .conftest import TOPIC, records, spawn
 
@@ -131,3 +133,42 @@ def test_consumer_sleeps_until_notified(log_dir: Path) -> None:
     assert waited < 5.0
     consumer.close()
     log.close()
+
+
+def test_an_unsynced_commit_lost_in_a_machine_crash_delivers_again(
+        log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits are visible to the group at once but fsynced at most every
+    ``OFFSETS_SYNC_S``: a machine crash may lose the last ones (the journal keeps what
+    was synced), and the group then reads again from the last synced commit."""
+    monkeypatch.setattr(consumer_module, "OFFSETS_SYNC_S", 3600.0)
+    journal = log_dir / "_groups" / "g" / "offsets.log"
+    durable: list[int] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        real(fd)
+        if os.readlink(f"/proc/self/fd/{fd}") == str(journal):
+            durable.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    log = create_topic(log_dir, partitions=1)
+    producer = log.producer()
+    producer.append(records(range(30)))
+    producer.close()
+    first = log.consumer("g", topics=[TOPIC], start=StartAt.committed())
+    seen: list[int] = []
+    while len(seen) < 30:
+        seen += [m.offset for m in first.poll(10, timeout=5.0)]
+        first.commit()
+    assert len(durable) == 1  # only the first commit (next offset 10) was synced
+    assert log.admin().group_lag("g")[0].committed == 30  # visible to the group anyway
+    monkeypatch.setattr(os, "fsync", lambda fd: None)  # the machine dies: no later sync
+    first.close()
+    journal.write_bytes(journal.read_bytes()[:durable[0]])  # what the disk kept
+    restarted = log.consumer("g", topics=[TOPIC], start=StartAt.committed())
+    try:
+        batch = restarted.poll(100, timeout=5.0)
+        assert [m.offset for m in batch][:1] == [10]  # from the synced commit: again
+    finally:
+        restarted.close()
+        log.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,58 @@ def test_offsets_of_older_logs_are_read(tmp_path: Path) -> None:
     assert store.get(TopicPartition("app.public.t0", 1)) == 42
     store.put(TopicPartition("app.public.t0", 1), 50)
     assert OffsetStore(tmp_path, "g").get(TopicPartition("app.public.t0", 1)) == 50
+
+
+def test_a_member_store_syncs_at_most_every_interval_and_on_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    store, reader = OffsetStore(tmp_path, "g", sync_every=3600), OffsetStore(tmp_path, "g")
+    for offset in range(1, 6):
+        store.put(TPS[0], offset)
+        assert reader.get(TPS[0]) == offset  # visible to every reader at once
+    assert len(synced) == 1  # the first commit; the others wait for the interval
+    store.sync_if_due()
+    assert len(synced) == 1
+    store.close()
+    assert len(synced) == 2
+    monkeypatch.setattr(time, "monotonic", lambda: 1e12)  # much later
+    late = OffsetStore(tmp_path, "g", sync_every=3600)
+    late.put(TPS[0], 7)
+    late.put(TPS[0], 8)
+    assert len(synced) == 3
+    late.sync_if_due()  # nothing waits
+    assert len(synced) == 3
+
+
+def test_a_machine_crash_before_the_sync_delivers_again_and_never_skips(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a power loss may leave of the journal: what was fsynced, then possibly a part
+    of what was not. The group starts again from the last synced commit or a later
+    complete one, never past the last commit."""
+    durable: list[int] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        real(fd)
+        durable.append(os.fstat(fd).st_size)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    store = OffsetStore(tmp_path, "g", sync_every=3600)
+    for offset in (100, 200, 300, 400):
+        store.put_many({TPS[0]: offset, TPS[1]: offset + 1})
+    assert durable, "the first commit is synced"
+    written = store.path.read_bytes()
+    for cut in range(durable[-1], len(written) + 1):
+        store.path.write_bytes(written[:cut])
+        found = OffsetStore(tmp_path, "g").all()
+        assert found.get(TPS[0]) in (100, 200, 300, 400), cut
+        assert found.get(TPS[1]) in (101, 201, 301, 401), cut
+    store.path.write_bytes(written[:durable[-1]])
+    assert OffsetStore(tmp_path, "g").all() == {TPS[0]: 100, TPS[1]: 101}

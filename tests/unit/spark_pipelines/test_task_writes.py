@@ -3,12 +3,14 @@ batches it writes into its own sink, and the counts it hands back."""
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pytest
 
 from cdc.log import Message, Position
@@ -28,15 +30,12 @@ SCHEMA = {"schema": "public", "table": "items", "schema_version": 1, "columns": 
     {"name": "name", "type": "pg_catalog.text"}, {"name": "flag", "type": "pg_catalog.bool"}]}
 
 
-class Row(dict[str, Any]):
-    def asDict(self) -> dict[str, Any]:
-        return dict(self)
-
-
-def state_row(key: int, op: str = "u", flag: bool = True) -> Row:
-    return Row(id=str(key), name=f"n{key}", flag="true" if flag else "false", _lsn=100 + key,
-               _seq=0, _key=f'{{"id":{key}}}' if op != "t" else "{}", _op=op,
-               _schema_version=1)
+def state_row(key: int, op: str = "u", flag: bool = True) -> str:
+    """A state row as ``DataFrame.toJSON`` gives it to a task."""
+    return orjson.dumps({"id": str(key), "name": f"n{key}", "flag": "true" if flag else "false",
+                         "_lsn": 100 + key, "_seq": 0,
+                         "_key": f'{{"id":{key}}}' if op != "t" else "{}", "_op": op,
+                         "_schema_version": 1}).decode()
 
 
 @dataclass
@@ -172,3 +171,43 @@ def test_converters_give_json_value(type_name: str) -> None:
                                                    "[1,5)", "{bad"])
     for text in [None, *texts]:
         assert convert(text) == json_value(column, text), (type_name, text)
+
+
+@dataclass
+class FreezeWatchingSink(RecordingSink):
+    frozen: list[int] = field(default_factory=list)
+
+    def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
+        self.frozen.append(gc.get_freeze_count())
+        return super().write(batch)
+
+
+def test_a_task_freezes_what_its_worker_held_and_puts_it_back() -> None:
+    assert gc.get_freeze_count() == 0
+    sink = FreezeWatchingSink()
+    held = gc.get_count()[0] + len(gc.get_objects())
+    [count] = feed(sink).write_partition(0, [state_row(k) for k in range(1, 6)])
+    assert count.rows == 5 and len(sink.frozen) == 3
+    assert all(frozen >= held // 2 for frozen in sink.frozen)  # the worker's objects
+    assert gc.get_freeze_count() == 0  # back in the collector
+
+
+def test_a_task_leaves_objects_someone_else_froze_alone() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        sink = FreezeWatchingSink()
+        list(feed(sink).write_partition(0, [state_row(1)]))
+        assert sink.frozen == [frozen] and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_a_failing_task_puts_the_objects_back_too() -> None:
+    class Broken(RecordingSink):
+        def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
+            raise OSError("down")
+
+    with pytest.raises(OSError, match="down"):
+        list(feed(Broken()).write_partition(0, [state_row(1)]))
+    assert gc.get_freeze_count() == 0

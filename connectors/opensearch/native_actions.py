@@ -1,0 +1,131 @@
+"""Plain batches' bulk actions rendered by the native core (``distributary_native.
+opensearch_actions``, ``native/src/python/opensearch.rs``) straight from the events' raw
+JSON, without decoding them in Python.
+
+A plain batch holds only inserts, updates (every column sent) and deletes, of tables no
+view reads, with keys the native renderer reads (no float key column, ids within
+OpenSearch's limit): for those the sink's Python path would write each row as it is,
+``index_action``/``delete_action`` of ``encode_key(key)`` and ``after``. The renderer
+gives those actions, and for each table the kinds of values its documents' fields hold
+(``KIND_*`` bits), from which the sink tells whether the batch maps new fields and
+whether any value may be unindexable, without a document in Python. ``None`` leaves the
+batch to the Python path (the reference, which decides everything else: truncates,
+views, unchanged TOAST columns, bad events); ``tests/unit/connectors/
+test_opensearch_native_actions.py`` holds both to the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, TypeAlias, cast
+
+from cdc import native
+from connectors.contract import SinkEvent
+from connectors.placeholders import TableNames
+
+TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
+Rendered: TypeAlias = tuple[list[bytes], list[str], list[int], list[TableId],
+                            list[dict[str, int]]]
+
+KIND_STR = 1
+KIND_INT = 2  # within a long
+KIND_BIG_INT = 4  # past a long
+KIND_FLOAT = 8
+KIND_BOOL = 16
+KIND_OBJECT = 32
+KIND_ARRAY = 64
+KIND_NULL = 128
+KIND_TYPES: tuple[tuple[int, type], ...] = (
+    (KIND_STR, str), (KIND_INT, int), (KIND_BIG_INT, int), (KIND_FLOAT, float),
+    (KIND_BOOL, bool), (KIND_OBJECT, dict), (KIND_ARRAY, list))
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def kind_of(value: Any) -> int:
+    """The ``KIND_*`` bit of a decoded JSON value (the Python side of the renderer's)."""
+    if value is None:
+        return KIND_NULL
+    if isinstance(value, bool):
+        return KIND_BOOL
+    if isinstance(value, int):
+        return KIND_INT if _LONG_MIN <= value <= _LONG_MAX else KIND_BIG_INT
+    for bit, kind in KIND_TYPES:
+        if isinstance(value, kind):
+            return bit
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+class OpenSearchActionsCore(Protocol):
+    """``distributary_native.opensearch_actions`` (see ``native/src/python/opensearch.rs``)."""
+
+    def opensearch_actions(self, events: list[SinkEvent], tables: dict[TableId, str | None],
+                           max_id_bytes: int) -> tuple[Rendered | None, TableId | None]: ...
+
+
+def opensearch_core() -> OpenSearchActionsCore | None:
+    """The native renderer when the switch allows and the installed module has it."""
+    core = native.CORE if native.enabled() else None
+    if core is None or not hasattr(core, "opensearch_actions"):
+        return None
+    return cast(OpenSearchActionsCore, core)
+
+
+class NativeBatch(NamedTuple):
+    """A plain batch's actions: per event its payload, kind (``index``/``delete``) and
+    table (a number into ``tables``); per table its names and its fields' kinds."""
+
+    payloads: list[bytes]
+    kinds: list[str]
+    table_of: list[int]
+    tables: list[TableNames]
+    fields: list[dict[str, int]]
+
+
+class NativeActions:
+    """Plain batches through the native renderer, with the aliases of the tables it met."""
+
+    def __init__(self, core: OpenSearchActionsCore, viewed: set[tuple[str, str]],
+                 topic_prefix: str, max_id_bytes: int) -> None:
+        self._core = core
+        self._viewed = viewed
+        self._prefix = topic_prefix
+        self._max_id_bytes = max_id_bytes
+        self._aliases: dict[TableId, str | None] = {}
+        self._names: dict[TableId, TableNames] = {}
+
+    def render(self, events: Sequence[SinkEvent], alias_of: Any) -> NativeBatch | None:
+        """The actions of ``events``, or ``None``: Python decides. ``alias_of(names)``
+        gives the alias a table's rows are written through."""
+        batch = events if isinstance(events, list) else list(events)
+        for _ in range(len(batch) + 1):  # each round adds a table: ends by then
+            rendered, missing = self._core.opensearch_actions(batch, self._aliases,
+                                                              self._max_id_bytes)
+            if missing is None:
+                if rendered is None:
+                    return None
+                payloads, kinds, table_of, tables, fields = rendered
+                return NativeBatch(payloads, kinds, table_of,
+                                   [self._names[table] for table in tables], fields)
+            topic, schema, table = missing
+            names = TableNames.of(topic, {"schema": schema, "table": table}, self._prefix)
+            self._names[missing] = names
+            viewed = (names.schema, names.table) in self._viewed
+            self._aliases[missing] = None if viewed else str(alias_of(names))
+        return None
+
+
+def vouched(kinds: Mapping[str, int], mappings: Mapping[str, Mapping[str, Any]],
+            fitting: Mapping[str, frozenset[type]]) -> bool:
+    """True when no value of these kinds can be unindexable in these fields: every kind
+    is one ``unindexed._unindexed_quickly`` skips without looking at the value (``fitting``
+    is ``unindexed.always_fitting(mappings)``)."""
+    for name, bits in kinds.items():
+        mapping = mappings.get(name)
+        if mapping is None:
+            continue
+        fit = fitting.get(name, frozenset())
+        for bit, kind in KIND_TYPES:
+            if bits & bit and kind not in fit and not (
+                    bit == KIND_INT and mapping.get("type") == "long"):
+                return False
+    return True

@@ -1,0 +1,265 @@
+//! The OpenSearch sink's bulk actions straight from the log's event JSON: for one plain
+//! event (what `redis_args::plain_event` reads: op, key, `orjson.dumps(after)`, table),
+//! the bytes `connectors/opensearch/bulk.py` writes (`index_action` / `delete_action`:
+//! an external-versioned action line, and the document for an index), and what kinds of
+//! values the document's top-level fields hold (for the mapping and unindexed checks,
+//! which `connectors/opensearch/native_actions.py` makes from them).
+//!
+//! `tests/unit/connectors/test_opensearch_native_actions.py` holds these bytes and kinds
+//! to the Python path's.
+
+use crate::snapshot::json::push_string;
+
+/// A field's value kinds, as bits (`native_actions.py` has the same numbers).
+pub const KIND_STR: u8 = 1;
+/// An integer within a signed 64-bit `long`.
+pub const KIND_INT: u8 = 2;
+/// An integer past a `long` (up to `u64::MAX`).
+pub const KIND_BIG_INT: u8 = 4;
+/// A float.
+pub const KIND_FLOAT: u8 = 8;
+/// `true` or `false`.
+pub const KIND_BOOL: u8 = 16;
+/// An object.
+pub const KIND_OBJECT: u8 = 32;
+/// An array.
+pub const KIND_ARRAY: u8 = 64;
+/// `null`.
+pub const KIND_NULL: u8 = 128;
+
+/// Append the action of one event to `out`: `alias_json` is the alias as a JSON string,
+/// `after` the document (`orjson.dumps(after)`) for an index, `None` for a delete.
+/// The same bytes as `bulk._INDEX_LINES` / `bulk._DELETE_LINE` filled in.
+pub fn push_action(
+    out: &mut Vec<u8>,
+    alias_json: &[u8],
+    doc_id: &str,
+    version: u64,
+    after: Option<&[u8]>,
+) {
+    out.extend_from_slice(if after.is_some() {
+        b"{\"index\":{\"_index\":"
+    } else {
+        b"{\"delete\":{\"_index\":"
+    });
+    out.extend_from_slice(alias_json);
+    out.extend_from_slice(b",\"_id\":");
+    push_string(out, doc_id.as_bytes());
+    out.extend_from_slice(b",\"version\":");
+    out.extend_from_slice(version.to_string().as_bytes());
+    out.extend_from_slice(b",\"version_type\":\"external_gte\"");
+    match after {
+        Some(document) => {
+            out.extend_from_slice(b",\"require_alias\":true}}\n");
+            out.extend_from_slice(document);
+            out.push(b'\n');
+        }
+        None => out.extend_from_slice(b"}}\n"),
+    }
+}
+
+/// The top-level fields of `document` (compact JSON as orjson writes it: no blanks) with
+/// the kind of each value, in order; `None` for what this does not read (not an object,
+/// a field name with an escape, malformed input): the Python path decides then.
+pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, u8)>> {
+    let mut scan = Scan {
+        raw: document,
+        at: 0,
+    };
+    scan.eat(b'{')?;
+    let mut fields = Vec::new();
+    if scan.peek()? == b'}' {
+        scan.at += 1;
+        return scan.done().then_some(fields);
+    }
+    loop {
+        let name = scan.plain_string()?;
+        scan.eat(b':')?;
+        let kind = scan.value()?;
+        fields.push((name, kind));
+        match scan.peek()? {
+            b',' => scan.at += 1,
+            b'}' => {
+                scan.at += 1;
+                return scan.done().then_some(fields);
+            }
+            _ => return None,
+        }
+    }
+}
+
+struct Scan<'a> {
+    raw: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.raw.get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn done(&self) -> bool {
+        self.at == self.raw.len()
+    }
+
+    /// A string without escapes (its text), the cursor at its `"`.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let length = memchr::memchr2(b'"', b'\\', &self.raw[start..])?;
+        self.at = start + length;
+        self.eat(b'"')?; // a backslash first: not a plain string
+        std::str::from_utf8(&self.raw[start..start + length]).ok()
+    }
+
+    /// Skip a string, escapes included, the cursor at its `"`.
+    fn skip_string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            let length = memchr::memchr2(b'"', b'\\', self.raw.get(self.at..)?)?;
+            self.at += length;
+            if self.peek()? == b'"' {
+                self.at += 1;
+                return Some(());
+            }
+            self.at += 2; // a backslash and the character it escapes
+        }
+    }
+
+    /// Skip one value; its kind.
+    fn value(&mut self) -> Option<u8> {
+        match self.peek()? {
+            b'"' => self.skip_string().map(|()| KIND_STR),
+            b'{' | b'[' => {
+                let kind = if self.peek()? == b'{' {
+                    KIND_OBJECT
+                } else {
+                    KIND_ARRAY
+                };
+                self.skip_container().map(|()| kind)
+            }
+            b't' => self.word(b"true").map(|()| KIND_BOOL),
+            b'f' => self.word(b"false").map(|()| KIND_BOOL),
+            b'n' => self.word(b"null").map(|()| KIND_NULL),
+            _ => self.number(),
+        }
+    }
+
+    fn word(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.at + word.len();
+        (self.raw.get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    /// Skip an object or array (balanced brackets outside strings).
+    fn skip_container(&mut self) -> Option<()> {
+        let mut depth = 0usize;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.skip_string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        self.at += 1;
+                        return Some(());
+                    }
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+    }
+
+    /// A number's kind as Python decodes it: an integer unless it has a fraction or an
+    /// exponent (orjson writes every float so), a `long` when it fits one.
+    fn number(&mut self) -> Option<u8> {
+        let start = self.at;
+        while self
+            .peek()
+            .is_some_and(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        {
+            self.at += 1;
+        }
+        let text = std::str::from_utf8(&self.raw[start..self.at]).ok()?;
+        if text.is_empty() {
+            return None;
+        }
+        if text.contains(['.', 'e', 'E']) {
+            return text.parse::<f64>().ok().map(|_| KIND_FLOAT);
+        }
+        if text.parse::<i64>().is_ok() {
+            return Some(KIND_INT);
+        }
+        text.parse::<u64>().ok().map(|_| KIND_BIG_INT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_are_the_python_templates_filled() {
+        let mut out = Vec::new();
+        push_action(&mut out, b"\"orders\"", "a\"1", 42, Some(b"{\"x\":1}"));
+        push_action(&mut out, b"\"orders\"", "7", 43, None);
+        assert_eq!(
+            out,
+            b"{\"index\":{\"_index\":\"orders\",\"_id\":\"a\\\"1\",\"version\":42,\
+\"version_type\":\"external_gte\",\"require_alias\":true}}\n{\"x\":1}\n\
+{\"delete\":{\"_index\":\"orders\",\"_id\":\"7\",\"version\":43,\
+\"version_type\":\"external_gte\"}}\n"
+                .to_vec()
+        );
+    }
+
+    #[test]
+    fn field_kinds_follow_python_types() {
+        let document = br#"{"s":"a\"}b","i":-9223372036854775808,"b":18446744073709551615,"f":1.5,"e":1e16,"t":true,"o":{"x":[1,"]"]},"a":[],"n":null}"#;
+        assert_eq!(
+            field_kinds(document),
+            Some(vec![
+                ("s", KIND_STR),
+                ("i", KIND_INT),
+                ("b", KIND_BIG_INT),
+                ("f", KIND_FLOAT),
+                ("e", KIND_FLOAT),
+                ("t", KIND_BOOL),
+                ("o", KIND_OBJECT),
+                ("a", KIND_ARRAY),
+                ("n", KIND_NULL)
+            ])
+        );
+        assert_eq!(field_kinds(b"{}"), Some(vec![]));
+    }
+
+    #[test]
+    fn what_this_does_not_read_is_refused() {
+        for document in [
+            &b"[]"[..],
+            b"{\"a\\\"b\":1}",
+            b"{\"a\":1",
+            b"{\"a\":}",
+            b"{\"a\":1}x",
+            b"{\"a\":[1}",
+            b"",
+            b"{\"a\":\"x",
+            b"{\"a\":1.2.3e}",
+            b"{\"a\":-}",
+        ] {
+            assert_eq!(
+                field_kinds(document),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(document)
+            );
+        }
+    }
+}

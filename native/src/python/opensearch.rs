@@ -1,0 +1,202 @@
+//! `opensearch_actions`: a batch of sink events → the OpenSearch sink's bulk actions, in
+//! one call, from the events' raw JSON (the Python side is
+//! `connectors/opensearch/native_actions.py`; the sink's Python path stays the reference).
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::opensearch::{field_kinds, push_action};
+use crate::redis_args::{plain_event, push_encoded_key};
+use crate::snapshot::json::push_string;
+
+/// `SinkEvent`'s and `Message`'s fields by position
+/// (`tests/unit/connectors/test_opensearch_native_actions.py` checks them).
+const EVENT_MESSAGE: usize = 0;
+const EVENT_VERSION: usize = 2;
+const MESSAGE_TOPIC: usize = 0;
+const MESSAGE_VALUE: usize = 5;
+
+/// One table of the batch: where its documents go and the kinds of their fields.
+struct TableSpec {
+    topic: String,
+    schema: String,
+    table: String,
+    alias_json: Vec<u8>,
+    kinds: Vec<(String, u8)>,
+    positions: HashMap<String, usize>,
+}
+
+impl TableSpec {
+    fn add_kind(&mut self, at: usize, name: &str, kind: u8) {
+        if let Some((known, kinds)) = self.kinds.get_mut(at) {
+            if known == name {
+                *kinds |= kind; // fields mostly come in the same order
+                return;
+            }
+        }
+        match self.positions.get(name) {
+            Some(&position) => self.kinds[position].1 |= kind,
+            None => {
+                self.positions.insert(name.to_owned(), self.kinds.len());
+                self.kinds.push((name.to_owned(), kind));
+            }
+        }
+    }
+}
+
+/// What a call answers: `(actions, missing)`.
+type Answer<'py> = (
+    Option<Bound<'py, PyTuple>>,
+    Option<(String, String, String)>,
+);
+
+/// The bulk actions of `events` (a list of `SinkEvent`):
+/// `((payloads, kinds, table_of, tables, fields), None)` where `payloads[i]` is the
+/// action (and document) of event `i`, `kinds[i]` `"index"` or `"delete"`, `table_of[i]`
+/// its table's number in `tables` (`(topic, schema, table)` in order of first sight), and
+/// `fields[t]` a dict of the top-level fields of table `t`'s documents to the bits of the
+/// kinds of their values (`opensearch::KIND_*`).
+///
+/// `tables` maps `(topic, schema, table)` to the alias its documents are written through,
+/// or to None (a view reads the table). A table not in it answers
+/// `(None, (topic, schema, table))`: add it and call again. `(None, None)`: the batch is
+/// not plain (or has an id longer than `max_id_bytes`, a field this does not read):
+/// Python decides.
+#[pyfunction]
+#[pyo3(signature = (events, tables, max_id_bytes))]
+pub fn opensearch_actions<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyList>,
+    tables: &Bound<'py, PyDict>,
+    max_id_bytes: usize,
+) -> PyResult<Answer<'py>> {
+    let mut specs: Vec<TableSpec> = Vec::new();
+    let mut payloads: Vec<Bound<'py, PyBytes>> = Vec::with_capacity(events.len());
+    let mut kinds: Vec<Bound<'py, PyString>> = Vec::with_capacity(events.len());
+    let mut table_of: Vec<usize> = Vec::with_capacity(events.len());
+    let (index, delete) = (PyString::new(py, "index"), PyString::new(py, "delete"));
+    let mut last = 0usize; // the spec of the previous event: a batch is mostly one table
+    let mut doc_id = String::with_capacity(32);
+    let mut out: Vec<u8> = Vec::with_capacity(512);
+    for item in events.iter() {
+        let Some((topic, raw, version)) = fields(&item)? else {
+            return Ok((None, None));
+        };
+        let Some(event) = plain_event(raw.as_bytes()) else {
+            return Ok((None, None));
+        };
+        let topic = topic.to_str()?;
+        let same =
+            |s: &TableSpec| s.topic == topic && s.schema == event.schema && s.table == event.table;
+        let found = if specs.get(last).is_some_and(same) {
+            Some(last)
+        } else {
+            specs.iter().position(same)
+        };
+        let number = match found {
+            Some(number) => number,
+            None => {
+                let names = (topic, event.schema.as_str(), event.table.as_str());
+                let Some(alias) = tables.get_item(names)? else {
+                    let missing = (topic.to_owned(), event.schema.clone(), event.table.clone());
+                    return Ok((None, Some(missing)));
+                };
+                let Ok(alias) = alias.cast_into::<PyString>() else {
+                    return Ok((None, None)); // a view reads the table
+                };
+                let mut alias_json = Vec::with_capacity(32);
+                push_string(&mut alias_json, alias.to_str()?.as_bytes());
+                specs.push(TableSpec {
+                    topic: topic.to_owned(),
+                    schema: event.schema.clone(),
+                    table: event.table.clone(),
+                    alias_json,
+                    kinds: Vec::new(),
+                    positions: HashMap::new(),
+                });
+                specs.len() - 1
+            }
+        };
+        last = number;
+        let spec = &mut specs[number];
+        doc_id.clear();
+        push_encoded_key(&mut doc_id, &event.key);
+        if doc_id.len() > max_id_bytes {
+            return Ok((None, None)); // refused by the Python path, with its reason
+        }
+        out.clear();
+        if event.upsert {
+            let Some(members) = field_kinds(&event.value) else {
+                return Ok((None, None));
+            };
+            for (at, (name, kind)) in members.into_iter().enumerate() {
+                spec.add_kind(at, name, kind);
+            }
+            push_action(
+                &mut out,
+                &spec.alias_json,
+                &doc_id,
+                version,
+                Some(&event.value),
+            );
+        } else {
+            push_action(&mut out, &spec.alias_json, &doc_id, version, None);
+        }
+        payloads.push(PyBytes::new(py, &out));
+        kinds.push(if event.upsert { &index } else { &delete }.clone());
+        table_of.push(number);
+    }
+    let names: Vec<(String, String, String)> = specs
+        .iter()
+        .map(|s| (s.topic.clone(), s.schema.clone(), s.table.clone()))
+        .collect();
+    let fields = PyList::empty(py);
+    for spec in &specs {
+        let kinds = PyDict::new(py);
+        for (name, kind) in &spec.kinds {
+            kinds.set_item(name, kind)?;
+        }
+        fields.append(kinds)?;
+    }
+    let actions = (
+        PyList::new(py, payloads)?,
+        PyList::new(py, kinds)?,
+        PyList::new(py, table_of)?,
+        PyList::new(py, names)?,
+        fields,
+    )
+        .into_pyobject(py)?;
+    Ok((Some(actions), None))
+}
+
+/// A `SinkEvent`'s topic, raw value and version.
+type EventFields<'py> = (Bound<'py, PyString>, Bound<'py, PyBytes>, u64);
+
+/// The topic, raw value and version of a `SinkEvent`; None if it is not shaped as one.
+fn fields<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<EventFields<'py>>> {
+    let Ok(event) = item.cast::<PyTuple>() else {
+        return Ok(None);
+    };
+    if event.len() <= EVENT_VERSION {
+        return Ok(None);
+    }
+    let Ok(version) = event.get_item(EVENT_VERSION)?.extract::<u64>() else {
+        return Ok(None);
+    };
+    let message = event.get_item(EVENT_MESSAGE)?;
+    let Ok(message) = message.cast::<PyTuple>() else {
+        return Ok(None);
+    };
+    if message.len() <= MESSAGE_VALUE {
+        return Ok(None);
+    }
+    let Ok(topic) = message.get_item(MESSAGE_TOPIC)?.cast_into::<PyString>() else {
+        return Ok(None);
+    };
+    let Ok(value) = message.get_item(MESSAGE_VALUE)?.cast_into::<PyBytes>() else {
+        return Ok(None);
+    };
+    Ok(Some((topic, value, version)))
+}
