@@ -412,6 +412,20 @@ impl<'a> Parser<'a> {
     /// is a 64-bit integer (orjson refuses what overflows to infinity).
     fn finite_number(&mut self) -> Option<()> {
         let start = self.at;
+        let float = self.number_syntax()?;
+        if !float && self.at - start <= 18 {
+            return Some(()); // an integer of at most 18 digits
+        }
+        let text = self.slice(start, self.at)?;
+        text.parse::<f64>()
+            .ok()
+            .filter(|value| value.is_finite())
+            .map(drop)
+    }
+
+    /// Move past the number at the cursor, JSON's grammar; whether it has a fraction or
+    /// an exponent (None: not a number).
+    fn number_syntax(&mut self) -> Option<bool> {
         if self.peek() == Some(b'-') {
             self.at += 1;
         }
@@ -420,12 +434,12 @@ impl<'a> Parser<'a> {
             b'1'..=b'9' => self.digits(),
             _ => return None,
         }
-        let mut plain = self.at - start <= 18; // an integer of at most 18 digits
+        let mut float = false;
         if self.peek() == Some(b'.') {
             self.at += 1;
             self.peek().filter(u8::is_ascii_digit)?;
             self.digits();
-            plain = false;
+            float = true;
         }
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.at += 1;
@@ -434,16 +448,9 @@ impl<'a> Parser<'a> {
             }
             self.peek().filter(u8::is_ascii_digit)?;
             self.digits();
-            plain = false;
+            float = true;
         }
-        if plain {
-            return Some(());
-        }
-        let text = self.slice(start, self.at)?;
-        text.parse::<f64>()
-            .ok()
-            .filter(|value| value.is_finite())
-            .map(drop)
+        Some(float)
     }
 
     /// Write the value at the cursor as orjson writes it once decoded.
@@ -586,30 +593,7 @@ impl<'a> Parser<'a> {
     /// The number at the cursor, written to `out` as orjson writes it once decoded.
     fn number(&mut self, out: &mut Vec<u8>) -> Option<Number> {
         let start = self.at;
-        if self.peek() == Some(b'-') {
-            self.at += 1;
-        }
-        match self.peek()? {
-            b'0' => self.at += 1,
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        let mut float = false;
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-            float = true;
-        }
-        if matches!(self.peek(), Some(b'e' | b'E')) {
-            self.at += 1;
-            if matches!(self.peek(), Some(b'+' | b'-')) {
-                self.at += 1;
-            }
-            self.peek().filter(u8::is_ascii_digit)?;
-            self.digits();
-            float = true;
-        }
+        let float = self.number_syntax()?;
         let text = self.slice(start, self.at)?;
         if !float && text.len() <= 18 {
             // JSON allows no leading zeros: the text is Python's, but for `-0`

@@ -14,6 +14,7 @@ mod named_tuple;
 mod opensearch;
 mod partition;
 mod redis_args;
+mod sink_event;
 mod snapshot;
 mod spool;
 mod untrack;

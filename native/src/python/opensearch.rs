@@ -11,12 +11,7 @@ use crate::opensearch::{field_kinds, push_action};
 use crate::redis_args::{plain_event, push_encoded_key};
 use crate::snapshot::json::push_string;
 
-/// `SinkEvent`'s and `Message`'s fields by position
-/// (`tests/unit/connectors/test_opensearch_native_actions.py` checks them).
-const EVENT_MESSAGE: usize = 0;
-const EVENT_VERSION: usize = 2;
-const MESSAGE_TOPIC: usize = 0;
-const MESSAGE_VALUE: usize = 5;
+use super::sink_event::fields;
 
 /// One table of the batch: where its documents go and the kinds of their fields.
 struct TableSpec {
@@ -169,34 +164,4 @@ pub fn opensearch_actions<'py>(
     )
         .into_pyobject(py)?;
     Ok((Some(actions), None))
-}
-
-/// A `SinkEvent`'s topic, raw value and version.
-type EventFields<'py> = (Bound<'py, PyString>, Bound<'py, PyBytes>, u64);
-
-/// The topic, raw value and version of a `SinkEvent`; None if it is not shaped as one.
-fn fields<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<EventFields<'py>>> {
-    let Ok(event) = item.cast::<PyTuple>() else {
-        return Ok(None);
-    };
-    if event.len() <= EVENT_VERSION {
-        return Ok(None);
-    }
-    let Ok(version) = event.get_item(EVENT_VERSION)?.extract::<u64>() else {
-        return Ok(None);
-    };
-    let message = event.get_item(EVENT_MESSAGE)?;
-    let Ok(message) = message.cast::<PyTuple>() else {
-        return Ok(None);
-    };
-    if message.len() <= MESSAGE_VALUE {
-        return Ok(None);
-    }
-    let Ok(topic) = message.get_item(MESSAGE_TOPIC)?.cast_into::<PyString>() else {
-        return Ok(None);
-    };
-    let Ok(value) = message.get_item(MESSAGE_VALUE)?.cast_into::<PyBytes>() else {
-        return Ok(None);
-    };
-    Ok(Some((topic, value, version)))
 }

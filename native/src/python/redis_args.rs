@@ -9,17 +9,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::redis_args::{column_text, json_object, plain_event, push_encoded_key, PlainEvent};
 
-/// `SinkEvent`'s and `Message`'s fields by position
-/// (`tests/unit/connectors/test_redis_native_rows.py` checks them).
-const EVENT_MESSAGE: usize = 0;
-const EVENT_VERSION: usize = 2;
-const MESSAGE_TOPIC: usize = 0;
-const MESSAGE_VALUE: usize = 5;
-const MESSAGE_POSITION: usize = 6;
+use super::sink_event::{fields, MESSAGE_POSITION, MESSAGE_VALUE};
+
 /// `connectors.contract.version_of`: `commit_lsn << SEQ_BITS | min(seq, SEQ_MAX)`.
 const SEQ_BITS: u32 = 10;
 const SEQ_MAX: u64 = (1 << SEQ_BITS) - 1;
@@ -278,36 +273,6 @@ pub fn sink_event_checks<'py>(
         PyList::new(py, versions)?,
         PyList::new(py, doubtful)?,
     )))
-}
-
-/// A `SinkEvent`'s topic, raw value and version.
-type EventFields<'py> = (Bound<'py, PyString>, Bound<'py, PyBytes>, u64);
-
-/// The topic, raw value and version of a `SinkEvent`; None if it is not shaped as one.
-fn fields<'py>(item: &Bound<'py, PyAny>) -> PyResult<Option<EventFields<'py>>> {
-    let Ok(event) = item.cast::<PyTuple>() else {
-        return Ok(None);
-    };
-    if event.len() <= EVENT_VERSION {
-        return Ok(None);
-    }
-    let Ok(version) = event.get_item(EVENT_VERSION)?.extract::<u64>() else {
-        return Ok(None);
-    };
-    let message = event.get_item(EVENT_MESSAGE)?;
-    let Ok(message) = message.cast::<PyTuple>() else {
-        return Ok(None);
-    };
-    if message.len() <= MESSAGE_VALUE {
-        return Ok(None);
-    }
-    let Ok(topic) = message.get_item(MESSAGE_TOPIC)?.cast_into::<PyString>() else {
-        return Ok(None);
-    };
-    let Ok(value) = message.get_item(MESSAGE_VALUE)?.cast_into::<PyBytes>() else {
-        return Ok(None);
-    };
-    Ok(Some((topic, value, version)))
 }
 
 /// The spec of a `tables` entry (None: a view reads the table, or the entry is not

@@ -6,6 +6,7 @@ where it must."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -164,8 +165,29 @@ def test_calls_are_cut_as_the_python_batch_cuts_them(monkeypatch: pytest.MonkeyP
     assert native == reference
 
 
+def shortest_is_a_tie(value: float) -> bool:
+    """True when a decimal as short as ``repr(value)`` on its other side is just as close
+    and reads back too: Python's ``repr`` takes the even last digit, Rust may not, so the
+    native renderer leaves the batch to Python (``test_a_tied_float_is_left_to_python``)."""
+    shortest = Decimal(repr(abs(value)))
+    unit = Decimal(1).scaleb(shortest.as_tuple().exponent)  # type: ignore[arg-type]
+    exact = Decimal(abs(value))
+    return any(exact == shortest + side * unit / 2 and float(shortest + side * unit) == abs(value)
+               for side in (1, -1))
+
+
+def test_a_tied_float_is_left_to_python() -> None:
+    assert shortest_is_a_tie(562949953421312.2) and not shortest_is_a_tie(0.1)
+    events = [sink_event(("public", "orders"), "u", {"id": 1},
+                         {"id": 1, "x": 562949953421312.2}, 1)]
+    native, reference = both(events)
+    assert native is None and reference is not None
+
+
 JSON_SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-                | st.floats(allow_nan=False, allow_infinity=False) | st.text())
+                | st.floats(allow_nan=False, allow_infinity=False).filter(
+                    lambda value: not shortest_is_a_tie(value))
+                | st.text())
 JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
                            | st.dictionaries(st.text(max_size=5), inner, max_size=4),
                            max_leaves=12)
