@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,3 +56,31 @@ class TableEvents:
     def truncate(self, lsn: int, seq: int = 0) -> SinkEvent:
         """A truncate of the table."""
         return self.event("t", {}, lsn, seq)
+
+
+def compact(body: Any) -> bytes | str:
+    """orjson's JSON, or the json module's for integers past 64 bits (orjson refuses)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":"))
+
+
+def sink_event(names: tuple[str, str], op: str, key: dict[str, Any], after: Any,
+               number: int, dumps: Any = compact, unchanged: Any = (),
+               prefix: str = "app") -> SinkEvent:
+    """One event of table ``names`` (schema, table) whose raw value is ``dumps`` of it
+    (the native renderers' differential tests vary the JSON's spelling that way)."""
+    schema, table = names
+    body = {"op": op, "key": key, "before": None, "after": after,
+            "unchanged": list(unchanged) if isinstance(unchanged, tuple) else unchanged,
+            "source": {"db": "app", "schema": schema, "table": table, "seq": number},
+            "schema_version": 1}
+    raw = dumps(body)
+    raw = raw if isinstance(raw, bytes) else raw.encode()
+    lsn = 0x1000 + number * 64
+    key_bytes = compact(key)
+    key_bytes = key_bytes if isinstance(key_bytes, bytes) else key_bytes.encode()
+    message = Message(f"{prefix}.{schema}.{table}", 0, number, 0, key_bytes, raw,
+                      Position(lsn, number), op == "d")
+    return SinkEvent(message, orjson.loads(raw), version_of(lsn, number))

@@ -11,13 +11,12 @@ import json
 import random
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc.log import Message, Position
-from connectors.contract import SinkEvent, version_of
+from cdc.log import Message
+from connectors.contract import SinkEvent
 from connectors.opensearch.bulk import delete_action, index_action
 from connectors.opensearch.native_actions import (
     KIND_BIG_INT,
@@ -37,6 +36,7 @@ from connectors.opensearch.unindexed import _unindexed_quickly, always_fitting
 from connectors.placeholders import TableNames
 from derived import encode_key
 
+from .sink_events import compact, sink_event
 from .test_opensearch_fast_paths import MAPPINGS, VALUES
 
 CORE = opensearch_core()
@@ -48,29 +48,6 @@ MAX_ID_BYTES = 512
 def core() -> OpenSearchActionsCore:
     assert CORE is not None
     return CORE
-
-
-def compact(body: Any) -> bytes | str:
-    """orjson's JSON, or the json module's for integers past 64 bits (orjson refuses)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:
-        return json.dumps(body, separators=(",", ":"))
-
-
-def sink_event(names: tuple[str, str], op: str, key: dict[str, Any], after: Any,
-               number: int, dumps: Any = compact, unchanged: Any = ()) -> SinkEvent:
-    schema, table = names
-    body = {"op": op, "key": key, "before": None, "after": after,
-            "unchanged": list(unchanged) if isinstance(unchanged, tuple) else unchanged,
-            "source": {"db": "app", "schema": schema, "table": table, "seq": number},
-            "schema_version": 1}
-    raw = dumps(body)
-    raw = raw if isinstance(raw, bytes) else raw.encode()
-    lsn = 0x1000 + number * 64
-    message = Message(f"app.{schema}.{table}", 0, number, 0, orjson.dumps(key), raw,
-                      Position(lsn, number), op == "d")
-    return SinkEvent(message, orjson.loads(raw), version_of(lsn, number))
 
 
 def alias_of(names: TableNames) -> str:

@@ -15,13 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.connection import Connection
 
-from cdc.log import Message, Position
-from connectors.contract import SinkEvent, version_of
+from cdc.log import Message
+from connectors.contract import SinkEvent
 from connectors.redis import RedisSinkConfig, batch
 from connectors.redis.batch import PackedBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
 from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
 from connectors.redis.plain import PlainRows
+
+from .sink_events import compact, sink_event
 
 CORE = redis_core()
 pytestmark = pytest.mark.skipif(CORE is None, reason="the native core is not built "
@@ -34,32 +36,6 @@ TEMPLATES = ["{table}:{key}", "{schema}.{table}:{key}", "{prefix}/{key.id}:{key.
 def core() -> RedisRowsCore:
     assert CORE is not None
     return CORE
-
-
-def compact(body: Any) -> bytes | str:
-    """orjson's JSON, or the json module's for integers past 64 bits (orjson refuses)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:
-        return json.dumps(body, separators=(",", ":"))
-
-
-def sink_event(topic_table: tuple[str, str], op: str, key: dict[str, Any],
-               after: Any, number: int, dumps: Any = compact,
-               unchanged: Any = (), prefix: str = "app") -> SinkEvent:
-    schema, table = topic_table
-    body = {"op": op, "key": key, "before": None, "after": after,
-            "unchanged": list(unchanged) if isinstance(unchanged, tuple) else unchanged,
-            "source": {"db": "app", "schema": schema, "table": table, "seq": number},
-            "schema_version": 1}
-    raw = dumps(body)
-    raw = raw if isinstance(raw, bytes) else raw.encode()
-    lsn = 0x1000 + number * 64
-    key_bytes = compact(key)
-    key_bytes = key_bytes if isinstance(key_bytes, bytes) else key_bytes.encode()
-    message = Message(f"{prefix}.{schema}.{table}", 0, number, 0, key_bytes, raw,
-                      Position(lsn, number), op == "d")
-    return SinkEvent(message, orjson.loads(raw), version_of(lsn, number))
 
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
