@@ -36,6 +36,7 @@ from .snapshot.incremental import IncrementalSnapshots
 from .snapshot.incremental_log import read_records
 from .source import session
 from .source.checks import refuse_sql_ascii, source_address
+from .source.ddl_race import raced_ddl
 from .source.messages import incremental_refusal, require_outbox_messages
 from .source.publication import sync_publication
 from .source.slot import check_slot_health, slot_two_phase
@@ -72,6 +73,8 @@ class CaptureSettings:
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     recreate_lost_slot: bool = False  # drop a lost slot, re-create it and re-snapshot
+    source_check_s: float = 10.0  # slot health and tables the patterns newly select
+    new_tables_check_s: float = 10.0  # tables that joined the publication
 
 
 @dataclass(slots=True)
@@ -119,18 +122,28 @@ class Capture:
             started = time.monotonic()
             try:
                 self._session(stop)
-            except (SourceError, psycopg.OperationalError) as exc:
-                if time.monotonic() - started > 30:
-                    delay = self.settings.backoff_initial_s
-                if self.stats.sessions == 0:  # never streamed: say where it tried to go
-                    log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
-                                "retrying in %.1f s", source_address(self.config.source.dsn),
-                                exc, delay, extra={"slot": self.config.source.slot})
-                else:
-                    log.warning("replication interrupted: %s; reconnecting in %.1f s", exc,
-                                delay, extra={"slot": self.config.source.slot})
-                stop.wait(delay)
-                delay = min(delay * 2, self.settings.backoff_max_s)
+            except psycopg.Error as exc:
+                if not (isinstance(exc, psycopg.OperationalError) or raced_ddl(exc)):
+                    raise
+                delay = self._session_failed(exc, started, delay, stop)
+            except SourceError as exc:
+                delay = self._session_failed(exc, started, delay, stop)
+
+    def _session_failed(self, exc: Exception, started: float, delay: float,
+                        stop: threading.Event) -> float:
+        """Log why the session ended (a lost server, or DDL that kept racing a catalog
+        query), wait ``delay``; return the next delay (backoff)."""
+        if time.monotonic() - started > 30:
+            delay = self.settings.backoff_initial_s
+        if self.stats.sessions == 0:  # never streamed: say where it tried to go
+            log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
+                        "retrying in %.1f s", source_address(self.config.source.dsn),
+                        exc, delay, extra={"slot": self.config.source.slot})
+        else:
+            log.warning("replication interrupted: %s; reconnecting in %.1f s", exc,
+                        delay, extra={"slot": self.config.source.slot})
+        stop.wait(delay)
+        return min(delay * 2, self.settings.backoff_max_s)
 
     # -- one session ------------------------------------------------------------------
     def _session(self, stop: threading.Event) -> None:
@@ -208,7 +221,8 @@ class Capture:
         incremental = IncrementalSnapshots.from_log(
             read_records(self.log, prefix), dsn=dsn, prefix=prefix,
             database=source.database or "", producer=self.producer, shapes=shapes,
-            publication=source.publication, new_tables=source.snapshot_new_tables)
+            publication=source.publication, new_tables=source.snapshot_new_tables,
+            new_tables_check_s=self.settings.new_tables_check_s)
         if self._resnapshot:
             self._resnapshot = False
             incremental.request_all()
@@ -238,7 +252,8 @@ class Capture:
             self.stats,
             LoopSettings(settings.batch_delay_s, settings.batch_events,
                          settings.backlog_batch_events, settings.batch_bytes,
-                         heartbeat.total_seconds() if heartbeat else None, source.slot),
+                         heartbeat.total_seconds() if heartbeat else None, source.slot,
+                         settings.source_check_s),
             self._incremental, self._stop_when_snapshots_done)
         loop.run(stop)
 

@@ -15,6 +15,7 @@ from cdc.log import Record
 from ..codecs import TypeCatalog
 from ..events import TableShape
 from ..pgoutput import Relation
+from ..source.ddl_race import CatalogRaceError, outlast_ddl
 from ..source.slot import primary_key
 from .type_details import describe_type
 
@@ -75,11 +76,16 @@ class ShapeRegistry:
         oids = [c.type_oid for c in relation.columns]
         key_override = None
         try:
-            self.catalog.ensure(self._conn, oids)
+            outlast_ddl(lambda: self.catalog.ensure(self._conn, oids),
+                        what=f"reading the column types of {relation.namespace}."
+                             f"{relation.name}")
             if relation.replica_identity in ("f", "n"):
-                key_override = primary_key(self._conn, relation.oid) or None
-        except psycopg.OperationalError:
-            raise  # the server is gone: the session reconnects
+                key_override = outlast_ddl(
+                    lambda: primary_key(self._conn, relation.oid),
+                    what=f"reading the primary key of {relation.namespace}."
+                         f"{relation.name}") or None
+        except (psycopg.OperationalError, CatalogRaceError):
+            raise  # the server is gone, or DDL keeps racing: the session reconnects
         except psycopg.Error as exc:  # e.g. no privilege on a type's schema: keep the text
             log.warning("cannot read the types of %s.%s from the catalog (%s: %s): its "
                         "values whose types are unknown are kept as PostgreSQL's text",
@@ -148,7 +154,8 @@ class ShapeRegistry:
 
     def reload_type(self, oid: int) -> None:
         """A Type message: read the type again and rebuild codecs on the next Relation."""
-        self.catalog.reload(self._conn, oid)
+        outlast_ddl(lambda: self.catalog.reload(self._conn, oid),
+                    what=f"reading type {oid} again")
 
     def _schema_record(self, relation: Relation, table: str, version: int,
                        key_override: list[str] | None, renamed_from: str | None) -> Record:

@@ -12,12 +12,15 @@ from cdc.config.topic_names import TopicNamer, plain_topic
 from cdc.errors import ConfigError
 
 from ..findings import Finding
+from ..source.ddl_race import outlast_ddl
 
 
 def published_tables(conn: psycopg.Connection[Any], publication: str) -> list[tuple[str, str]]:
     """Every ``(schema, table)`` of ``publication`` (none when it does not exist)."""
-    rows = conn.execute("SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables "
-                        "WHERE pubname = %s ORDER BY 1, 2", (publication,)).fetchall()
+    rows = outlast_ddl(lambda: conn.execute(
+        "SELECT schemaname, tablename FROM pg_catalog.pg_publication_tables "
+        "WHERE pubname = %s ORDER BY 1, 2", (publication,)).fetchall(),
+        what=f"listing the tables of publication {publication}")
     return [(str(schema), str(table)) for schema, table in rows]
 
 

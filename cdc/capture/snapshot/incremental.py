@@ -33,6 +33,8 @@ from ..lsn import format_lsn, parse_lsn
 from ..pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
 from ..schema.shapes import ShapeRegistry
 from ..source import session
+from ..source.ddl_race import outlast_ddl, raced_ddl
+from ..source.publication import published_relations, tables_added_by_name
 from ..source.slot import split_table
 from .catalog import published_table
 from .chunks import WHOLE_TABLE, ChunkKey, NoChunkKeyError, chunk_key, chunk_query
@@ -48,8 +50,9 @@ from .watermarks import KeyTracker, SnapshotXids, surviving
 log = logging.getLogger(__name__)
 
 PROGRESS_LOG_EVERY_S = 10.0
-NEW_TABLES_CHECK_S = 10.0
 DEFAULT_CHUNK_ROWS = 5000
+RACE_RETRY_S = 0.2  # a chunk whose read raced DDL is read again after this …
+RACE_RETRIES = 150  # … up to this many times in a row (30 s), then the snapshot fails
 
 
 @dataclass(slots=True)
@@ -76,6 +79,7 @@ class IncrementalSnapshots:
     shapes: ShapeRegistry
     publication: str
     new_tables: bool = True
+    new_tables_check_s: float = 10.0  # look for tables new in the publication this often
     refusal: str | None = None  # why none can be performed here (PostgreSQL 13): all fail
     known: dict[str, int] = field(default_factory=dict)  # table → relation oid
     states: dict[str, TableSnapshot] = field(default_factory=dict)
@@ -85,6 +89,7 @@ class IncrementalSnapshots:
     _xids: dict[int, int] = field(default_factory=dict)  # commit LSN → xid
     _stream_relations: dict[int, Relation] = field(default_factory=dict)
     _retry_at: float = 0.0
+    _races: int = 0  # chunk reads in a row that raced DDL
     _next_log: float = 0.0
     _next_table_check: float = 0.0
 
@@ -101,29 +106,16 @@ class IncrementalSnapshots:
             known = snapshots._published()
             snapshots.producer.append([tables_record(snapshots.prefix, known)])
         snapshots.known = known
-        snapshots._next_table_check = time.monotonic() + NEW_TABLES_CHECK_S
+        snapshots._next_table_check = time.monotonic() + snapshots.new_tables_check_s
         return snapshots
 
     def _published(self) -> dict[str, int]:
         with session.connect(self.dsn) as conn:
-            rows = conn.execute(
-                "SELECT c.oid, n.nspname, c.relname FROM pg_publication_tables t"
-                " JOIN pg_namespace n ON n.nspname = t.schemaname"
-                " JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
-                " WHERE t.pubname = %s", (self.publication,)).fetchall()
-        return {f"{schema}.{table}": int(oid) for oid, schema, table in rows}
+            return published_relations(conn, self.publication)
 
     def _added_explicitly(self) -> set[str]:
-        """Tables that are members of the publication by name (ALTER PUBLICATION … ADD
-        TABLE, or source.tables), not through FOR ALL TABLES or a schema."""
         with session.connect(self.dsn) as conn:
-            rows = conn.execute(
-                "SELECT n.nspname, c.relname FROM pg_publication_rel r"
-                " JOIN pg_publication p ON p.oid = r.prpubid"
-                " JOIN pg_class c ON c.oid = r.prrelid"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.pubname = %s",
-                (self.publication,)).fetchall()
-        return {f"{schema}.{table}" for schema, table in rows}
+            return tables_added_by_name(conn, self.publication)
 
     def add_new_tables(self, tables: dict[str, int]) -> None:
         """Tables (name → oid) that joined the publication: remember them, and snapshot
@@ -264,7 +256,7 @@ class IncrementalSnapshots:
         """Read the next chunk when none is waiting for its high watermark; look for
         tables new in the publication now and then."""
         if self.new_tables and time.monotonic() >= self._next_table_check:
-            self._next_table_check = time.monotonic() + NEW_TABLES_CHECK_S
+            self._next_table_check = time.monotonic() + self.new_tables_check_s
             self.add_new_tables(self._published())
         if self.refusal is not None and self.states:
             self._refuse_all(self.refusal)
@@ -273,16 +265,36 @@ class IncrementalSnapshots:
         state = min(self.states.values(), key=lambda s: parse_lsn(s.request_lsn))
         try:
             self._read_chunk(state)
+        except LookupError:  # dropped since it was requested: nothing left to read
+            self._close()
+            log.warning("incremental snapshot of %s stopped: the table no longer exists",
+                        state.table)
+            self._record(state.moved(state="failed", reason="the table was dropped"))
+        except psycopg.Error as exc:
+            self._races += 1
+            if not raced_ddl(exc) or self._races > RACE_RETRIES:
+                self._races = 0
+                self._chunk_failed(state, exc)
+                return
+            self._close()  # DDL on the table meanwhile: read the chunk again shortly
+            self._retry_at = time.monotonic() + RACE_RETRY_S
+            log.info("incremental snapshot of %s: reading a chunk raced DDL (%s); reading "
+                     "it again", state.table, str(exc).strip())
         except SourceError as exc:
             log.error("incremental snapshot of %s failed: %s", state.table, exc)
             self._record(state.moved(state="failed", reason=str(exc)))
-        except psycopg.Error as exc:  # e.g. a bad --where: the operator must fix it
-            reason = f"{type(exc).__name__}: {str(exc).strip()}"
-            if isinstance(exc, psycopg.OperationalError):
-                raise
-            log.error("incremental snapshot of %s failed: %s", state.table, reason)
-            self._close()
-            self._record(state.moved(state="failed", reason=reason))
+        else:
+            self._races = 0
+
+    def _chunk_failed(self, state: TableSnapshot, exc: psycopg.Error) -> None:
+        """A chunk's query failed (e.g. a bad --where: the operator must fix it); a lost
+        connection ends the session instead."""
+        if isinstance(exc, psycopg.OperationalError):
+            raise exc
+        reason = f"{type(exc).__name__}: {str(exc).strip()}"
+        log.error("incremental snapshot of %s failed: %s", state.table, reason)
+        self._close()
+        self._record(state.moved(state="failed", reason=reason))
 
     def _refuse_all(self, reason: str) -> None:
         """Record every active snapshot as failed (never read: its watermarks would not
@@ -396,8 +408,13 @@ class IncrementalSnapshots:
             return self.shapes.get(relation.oid), None, False
         if streamed is not None:  # a column change is in flight: is it settled?
             schema, table = split_table(chunk.state.table)
-            with session.connect(self.dsn) as conn:
-                now = published_table(conn, schema, table, self.publication).relation
+            try:
+                with session.connect(self.dsn) as conn:
+                    now = outlast_ddl(
+                        lambda: published_table(conn, schema, table, self.publication),
+                        what=f"reading the columns of {chunk.state.table}").relation
+            except LookupError:  # dropped: the next read of a chunk says so
+                return None, None, False
             if not _same_columns(now, relation):
                 log.info("%s changed while a chunk was read: reading it again",
                          chunk.state.table)

@@ -23,6 +23,7 @@ import psycopg
 from psycopg import sql
 
 from ..findings import MissingPrivilegeError
+from .ddl_race import CatalogRaceError, outlast_ddl
 from .table_selection import TableSelection
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,31 @@ def selected_tables(conn: psycopg.Connection[Any], entries: tuple[str, ...]
     if selection.exact_only:
         return [exact for p in selection.patterns if (exact := p.exact) is not None]
     return selection.resolve(catalog_tables(conn))
+
+
+def published_relations(conn: psycopg.Connection[Any], publication: str) -> dict[str, int]:
+    """Every table ``publication`` publishes now (by name, schema or FOR ALL TABLES):
+    ``"schema.table"`` → relation oid."""
+    rows = outlast_ddl(lambda: conn.execute(
+        "SELECT c.oid, n.nspname, c.relname FROM pg_publication_tables t"
+        " JOIN pg_namespace n ON n.nspname = t.schemaname"
+        " JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = t.tablename"
+        " WHERE t.pubname = %s", (publication,)).fetchall(),
+        what=f"listing the tables of publication {publication}")
+    return {f"{schema}.{table}": int(oid) for oid, schema, table in rows}
+
+
+def tables_added_by_name(conn: psycopg.Connection[Any], publication: str) -> set[str]:
+    """Tables that are members of ``publication`` by name (ALTER PUBLICATION … ADD TABLE,
+    or source.tables), not through FOR ALL TABLES or a schema."""
+    rows = outlast_ddl(lambda: conn.execute(
+        "SELECT n.nspname, c.relname FROM pg_publication_rel r"
+        " JOIN pg_publication p ON p.oid = r.prpubid"
+        " JOIN pg_class c ON c.oid = r.prrelid"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.pubname = %s",
+        (publication,)).fetchall(),
+        what=f"listing the tables added to publication {publication}")
+    return {f"{schema}.{table}" for schema, table in rows}
 
 
 def _schema_form(conn: psycopg.Connection[Any], selection: TableSelection,
@@ -154,13 +180,14 @@ def sync_publication(conn: psycopg.Connection[Any], publication: str,
     if not needs_sync(tables):
         return
     try:
-        ensure_publication(conn, publication, tables)
+        outlast_ddl(lambda: ensure_publication(conn, publication, tables),
+                    what=f"adding new tables to publication {publication}")
     except MissingPrivilegeError as exc:
         if str(exc) not in _WARNED:  # once per problem, not every few seconds
             _WARNED.add(str(exc))
             log.warning("new tables match source.tables but cannot be published: %s", exc)
-    except psycopg.OperationalError:
-        raise
-    except psycopg.Error as exc:  # e.g. a table dropped meanwhile: next time
+    except (psycopg.OperationalError, CatalogRaceError):
+        raise  # the server is gone, or DDL keeps racing: the session reconnects
+    except psycopg.Error as exc:  # anything else: logged, tried again next time
         log.warning("adding new tables to publication %s failed: %s; retrying later",
                     publication, str(exc).strip())

@@ -45,7 +45,6 @@ from .transactions import TransactionAssembler
 
 log = logging.getLogger(__name__)
 
-STATUS_EVERY_S = 10.0
 PROGRESS_EVERY_S = 10.0
 # messages after which the tables the native core converts are still current
 _KEEPS_SHAPES = frozenset({Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop})
@@ -77,6 +76,7 @@ class LoopSettings:
     batch_bytes: int
     heartbeat_s: float | None
     slot: str
+    source_check_s: float = 10.0  # committer.check_source every this often
 
 
 class StreamStats(Protocol):
@@ -105,10 +105,11 @@ class StreamLoop:
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction seen
     batch_started: float = 0.0
     last_data: float = field(default_factory=time.monotonic)
-    next_status: float = field(default_factory=lambda: time.monotonic() + STATUS_EVERY_S)
+    next_status: float = 0.0  # set from settings.source_check_s
     next_progress: float = field(default_factory=lambda: time.monotonic() + PROGRESS_EVERY_S)
 
     def __post_init__(self) -> None:
+        self.next_status = time.monotonic() + self.settings.source_check_s
         self.native = NativeChanges.of(self.decoder, self.assembler)  # None: all in Python
 
     def run(self, stop: threading.Event) -> None:
@@ -241,7 +242,7 @@ class StreamLoop:
     def housekeeping(self, now: float, stop: threading.Event) -> None:
         """The periodic work between turns (see the module docstring)."""
         if now >= self.next_status:
-            self.next_status = now + STATUS_EVERY_S
+            self.next_status = now + self.settings.source_check_s
             self.committer.check_source()
             assembler = self.assembler
             if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:

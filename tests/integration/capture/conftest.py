@@ -110,14 +110,21 @@ source:
     return CaptureEnv(dsn, config_path, tmp_path / "log", unique_name)
 
 
+# the periodic checks (publication sync, slot health, new tables) every half second
+FREQUENT_CHECKS = CaptureSettings(batch_delay_s=0.01, source_check_s=0.5,
+                                  new_tables_check_s=0.5)
+
+
 @pytest.fixture
-def run_capture(capture_env: CaptureEnv) -> Iterator[Callable[[], Capture]]:
-    """Start the capture in a thread (stopped at the end of the test)."""
+def run_capture(capture_env: CaptureEnv) -> Iterator[Callable[..., Capture]]:
+    """``start(settings=None)``: start the capture in a thread (stopped at the end of the
+    test); ``settings`` default to ``CaptureSettings(batch_delay_s=0.01)``."""
     started: list[tuple[threading.Thread, threading.Event, Capture, Log]] = []
 
-    def start() -> Capture:
+    def start(settings: CaptureSettings | None = None) -> Capture:
         log = capture_env.open_log()
-        capture = Capture(capture_env.config, log, CaptureSettings(batch_delay_s=0.01))
+        capture = Capture(capture_env.config, log,
+                          settings or CaptureSettings(batch_delay_s=0.01))
         stop = threading.Event()
         thread = threading.Thread(target=capture.run, args=(stop,), daemon=True)
         thread.start()

@@ -18,6 +18,8 @@ import orjson
 import psycopg
 import pytest
 
+from tests.integration.connectors.harness import wait_until
+
 from .conftest import CaptureEnv
 
 KEYS = 40  # the ids 0..39 inserted by prepare()
@@ -73,17 +75,21 @@ def wait_caught_up(env: CaptureEnv, timeout: float = 90.0) -> None:
     env.wait_for("counters", expected, timeout)
 
 
+def slot_active(env: CaptureEnv) -> bool:
+    with psycopg.connect(env.dsn) as conn:
+        row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                           (env.slot,)).fetchone()
+    return bool(row and row[0])
+
+
 def prepare(env: CaptureEnv) -> None:
     env.sql("CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL)")
     proc = start_capture(env)
     try:
-        deadline = time.monotonic() + 30
-        while not (env.log_dir / ".writer.lock").exists():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(1.0)
+        wait_until(lambda: proc.poll() is None and slot_active(env), timeout=60,
+                   what="cdc capture streams from its slot", interval=0.05)
         env.sql("INSERT INTO counters SELECT g, 0 FROM generate_series(0, 39) g")
-        env.wait_for("counters", KEYS)
+        assert len(env.wait_for("counters", KEYS)) == KEYS, "the 40 inserts are logged"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -122,7 +128,7 @@ def test_kill_9_at_random_moments(capture_env: CaptureEnv) -> None:
     try:
         while writer.is_alive() and kills < 6:
             proc = start_capture(env)
-            time.sleep(rng.uniform(0.8, 2.0))
+            time.sleep(rng.uniform(0.8, 2.0))  # the test's input: a kill at a random moment
             proc.kill()
             proc.wait()
             kills += 1

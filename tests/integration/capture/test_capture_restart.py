@@ -15,6 +15,7 @@ from cdc.capture.snapshot.incremental_log import read_records
 from cdc.config import PipelineConfig, load_config
 from cdc.log.open import open_log
 from compose.launcher import PostgresServer
+from tests.integration.connectors.harness import wait_until
 
 
 def logged_ids(config: PipelineConfig, topic: str) -> list[int]:
@@ -25,6 +26,13 @@ def logged_ids(config: PipelineConfig, topic: str) -> list[int]:
         return [orjson.loads(m.key)["id"] for m in log.read_to_end(topic)]
     finally:
         log.close()
+
+
+def slot_active(dsn: str, slot: str) -> bool:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                           (slot,)).fetchone()
+    return bool(row and row[0])
 
 
 @pytest.mark.parametrize("backend", ["file", "kafka"])
@@ -49,11 +57,8 @@ def test_capture_survives_a_postgres_restart(tmp_path: Path, backend: str,
         thread = threading.Thread(target=capture.run, args=(stop,), daemon=True)
         thread.start()
         try:
-            deadline = time.monotonic() + 30
-            while capture.stats.sessions == 0:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            time.sleep(0.5)
+            wait_until(lambda: capture.stats.sessions > 0 and slot_active(dsn, slot),
+                       timeout=30, what="the capture streams from its slot", interval=0.05)
             writer = psycopg.connect(dsn, autocommit=True)
             writer.execute("INSERT INTO t SELECT generate_series(1, 500)")
             writer.close()

@@ -16,10 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from cdc.capture.runner import Capture
-from cdc.capture.snapshot import incremental
 from cdc.cli import main
 
-from .conftest import CaptureEnv, require_messages
+from .conftest import FREQUENT_CHECKS, CaptureEnv, require_messages
 from .snapshot_check import (
     PacedWriter,
     differences,
@@ -168,16 +167,14 @@ def test_cancel_and_status(capture_env: CaptureEnv, run_capture: Callable[[], Ca
 
 
 def test_a_table_joining_the_publication_is_snapshotted(
-        capture_env: CaptureEnv, run_capture: Callable[[], Capture],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        capture_env: CaptureEnv, run_capture: Callable[..., Capture]) -> None:
     env = capture_env
     require_messages(env.dsn, INCREMENTAL)
-    monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
     env.sql("CREATE TABLE first (id int PRIMARY KEY)",
             "CREATE TABLE later (id int PRIMARY KEY, v text)",
             "INSERT INTO later SELECT g, 'before' FROM generate_series(1, 3000) g")
     use_config(env, tables="[public.first]")
-    run_capture()
+    run_capture(FREQUENT_CHECKS)
     env.sql(f"ALTER PUBLICATION {env.slot} ADD TABLE later")
     done = wait_state(env, "public.later", "completed", timeout=60)
     assert done.rows == 3000
@@ -186,12 +183,10 @@ def test_a_table_joining_the_publication_is_snapshotted(
 
 
 def test_a_table_created_under_for_all_tables_is_not_read_again(
-        capture_env: CaptureEnv, run_capture: Callable[[], Capture],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        capture_env: CaptureEnv, run_capture: Callable[..., Capture]) -> None:
     env = capture_env
-    monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
     env.sql("CREATE TABLE marker (id bigint PRIMARY KEY)")
-    run_capture()  # the publication is FOR ALL TABLES
+    run_capture(FREQUENT_CHECKS)  # the publication is FOR ALL TABLES
     env.sql("CREATE TABLE fresh (id int PRIMARY KEY)", "INSERT INTO fresh VALUES (1), (2)")
     settle(env)
     assert [orjson.loads(m.value)["op"] for m in env.wait_for("fresh", 2)] == ["c", "c"]

@@ -184,7 +184,7 @@ def test_a_restart_reads_its_snapshot_state_from_kafka(fresh_database: str, uniq
         with psycopg.connect(fresh_database, autocommit=True) as conn:
             conn.execute("INSERT INTO items VALUES (%s, 'restart')", (7 + run,))
     got = read_topic(kafka_pipeline, topic, 8)
-    time.sleep(1.0)
+    time.sleep(1.0)  # a negative check: a second snapshot or a duplicate would be here by now
     got = read_topic(kafka_pipeline, topic, 8)
     ops = [orjson.loads(m.value)["op"] for m in sorted(got, key=lambda m: m.position)]
     assert ops == ["r"] * 5 + ["c"] * 3, "no second snapshot and no duplicate"

@@ -16,13 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from cdc.capture.runner import Capture, CaptureSettings
-from cdc.capture.snapshot import incremental
 from cdc.capture.source.messages import MessagesUnsupportedError, sends_messages
-from cdc.capture.stream import loop
 from cdc.cli import main
 from compose.launcher import PostgresServer
 
-from .conftest import CaptureEnv, server_version
+from .conftest import FREQUENT_CHECKS, CaptureEnv, server_version
 from .snapshot_check import CaptureThread, settle, use_config, wait_state
 
 
@@ -79,14 +77,12 @@ def test_cdc_snapshot_and_ddl_install_are_refused(capture_env: CaptureEnv) -> No
 
 
 def test_a_joining_table_fails_its_snapshot_and_a_new_slot_reads_it(
-        capture_env: CaptureEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+        capture_env: CaptureEnv) -> None:
     env = capture_env
-    monkeypatch.setattr(loop, "STATUS_EVERY_S", 0.5)  # sync the publication often
-    monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
     env.sql("CREATE TABLE first (id int PRIMARY KEY)",
             "CREATE TABLE marker (id bigint PRIMARY KEY)")
     use_config(env, tables="['public.*', '!public.skip_*']")  # new tables join by name
-    with CaptureThread(env, CaptureSettings(batch_delay_s=0.01)):
+    with CaptureThread(env, FREQUENT_CHECKS):  # sync the publication often
         settle(env)
         env.sql("CREATE TABLE later (id int PRIMARY KEY, v text)",  # before it joins
                 "INSERT INTO later SELECT g, 'before' FROM generate_series(1, 300) g")

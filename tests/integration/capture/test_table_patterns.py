@@ -9,18 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import pytest
 from psycopg import conninfo, sql
 
 from cdc.capture.doctor import diagnose
 from cdc.capture.runner import Capture
-from cdc.capture.snapshot import incremental
 from cdc.capture.source.messages import sends_messages
 from cdc.capture.source.publication import ensure_publication, sync_publication
-from cdc.capture.stream import loop
 from cdc.config import load_config
 
-from .conftest import CaptureEnv, server_version
+from .conftest import FREQUENT_CHECKS, CaptureEnv, server_version
 from .snapshot_check import wait_state
 
 SCHEMA = (
@@ -123,10 +120,7 @@ def test_doctor_lists_what_the_patterns_select(capture_env: CaptureEnv) -> None:
 
 
 def test_capture_streams_selected_tables_and_snapshots_new_ones(
-        capture_env: CaptureEnv, run_capture: Callable[[], Capture],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loop, "STATUS_EVERY_S", 0.5)  # sync the publication often
-    monkeypatch.setattr(incremental, "NEW_TABLES_CHECK_S", 0.5)
+        capture_env: CaptureEnv, run_capture: Callable[..., Capture]) -> None:
     capture_env.sql("CREATE TABLE orders (id int PRIMARY KEY)",
                     "CREATE TABLE audit_log (id int PRIMARY KEY)",
                     "INSERT INTO orders VALUES (1)", "INSERT INTO audit_log VALUES (1)")
@@ -134,7 +128,7 @@ def test_capture_streams_selected_tables_and_snapshots_new_ones(
         "  heartbeat_interval: 1s\n",
         "  heartbeat_interval: 1s\n  tables: ['public.*', '!public.audit_*']\n")
     capture_env.config_path.write_text(text)
-    run_capture()
+    run_capture(FREQUENT_CHECKS)  # sync the publication often
     capture_env.sql("INSERT INTO orders VALUES (2)", "INSERT INTO audit_log VALUES (2)")
     # created while streaming: its first row precedes its joining the publication
     capture_env.sql("CREATE TABLE late (id int PRIMARY KEY)", "INSERT INTO late VALUES (1)")
