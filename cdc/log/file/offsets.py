@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -53,7 +54,7 @@ class OffsetStore:
         self._sync_every = sync_every
         self._fd = -1  # the journal, open for appending once this store wrote to it
         self._unsynced = False
-        self._synced_at = 0.0
+        self._synced_at = -math.inf  # never: the first commit is synced at once
 
     # -- reading -----------------------------------------------------------------------
     def _refresh(self) -> None:
