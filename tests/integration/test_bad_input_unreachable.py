@@ -4,15 +4,14 @@ password."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from compose.launcher.base import free_port
+from tests.integration.security.cli import cdc_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,29 +43,25 @@ connectors:
     return path
 
 
-def output_for_a_while(args: list[str], seconds: float) -> str:
-    """Run ``cdc ARGS`` for ``seconds`` (it must still be retrying), then SIGTERM it."""
-    proc = subprocess.Popen([sys.executable, "-m", "cdc.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    time.sleep(seconds)
-    assert proc.poll() is None, "a service retries an unreachable server, it does not exit"
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=30)
-    return out
+def retried(args: list[str], *messages: str) -> str:
+    """Run ``cdc ARGS`` until it printed each of ``messages`` twice (it retried rather than
+    exited), then SIGTERM it; its output."""
+    return cdc_until(lambda printed: all(printed.count(m) >= 2 for m in messages),
+                     f"a retry after {messages}", *args).output
 
 
 def test_unreachable_servers_are_named_at_start_up(tmp_path: Path) -> None:
     pg, redis, opensearch = free_port(), free_port(), free_port()
     config = str(write_pipeline(tmp_path, pg, redis, opensearch))
 
-    capture = output_for_a_while(["capture", "-c", config], 4)
-    assert f"cannot start: PostgreSQL at 127.0.0.1:{pg}/app (source.dsn) failed" in capture
+    capture = retried(["capture", "-c", config],
+                      f"cannot start: PostgreSQL at 127.0.0.1:{pg}/app (source.dsn) failed")
     assert "Connection refused" in capture
 
-    connect = output_for_a_while(["connect", "-c", config], 4)
-    assert f"Redis failed while connecting to 127.0.0.1:{redis} (config.url)" in connect
-    assert f"OpenSearch did not answer while connecting to 127.0.0.1:{opensearch} " \
-           "(config.hosts)" in connect
+    connect = retried(["connect", "-c", config],
+                      f"Redis failed while connecting to 127.0.0.1:{redis} (config.url)",
+                      f"OpenSearch did not answer while connecting to 127.0.0.1:{opensearch} "
+                      "(config.hosts)")
 
     doctor = subprocess.run([sys.executable, "-m", "cdc.cli", "doctor", "-c", config],
                             capture_output=True, text=True, timeout=60, check=False)

@@ -6,6 +6,7 @@ the counter values 0, 1, 2, … in order: a gap is a loss, a repeat a duplicate.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import orjson
 import psycopg
@@ -25,15 +27,19 @@ from .conftest import CaptureEnv
 KEYS = 40  # the ids 0..39 inserted by prepare()
 
 
-def start_capture(env: CaptureEnv, crash_at: str | None = None) -> subprocess.Popen[bytes]:
-    """``cdc capture`` in its own process (optionally set to kill itself somewhere)."""
+def start_capture(env: CaptureEnv, crash_at: str | None = None,
+                  stderr: Path | None = None) -> subprocess.Popen[bytes]:
+    """``cdc capture`` in its own process (optionally set to kill itself somewhere; its
+    stderr into the file ``stderr`` if given)."""
     environ = dict(os.environ)
     environ.pop("DISTRIBUTARY_CRASH_AT", None)
     if crash_at:
         environ["DISTRIBUTARY_CRASH_AT"] = crash_at
-    return subprocess.Popen([sys.executable, "-m", "cdc.cli", "capture", "-c",
-                             str(env.config_path)], env=environ,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with stderr.open("ab") if stderr is not None else contextlib.nullcontext() as err:
+        return subprocess.Popen([sys.executable, "-m", "cdc.cli", "capture", "-c",
+                                 str(env.config_path)], env=environ,
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL if err is None else err)
 
 
 def workload(env: CaptureEnv, transactions: int, stop: threading.Event,
@@ -102,9 +108,12 @@ def test_crash_at_a_chosen_point(capture_env: CaptureEnv, crash_at: str) -> None
     stop = threading.Event()
     writer = threading.Thread(target=workload, args=(env, 300, stop, 0.01))
     writer.start()
-    crashing = start_capture(env, crash_at)
+    stderr = env.config_path.with_name("crashing.stderr")
+    crashing = start_capture(env, crash_at, stderr)
     try:
-        assert crashing.wait(timeout=60) == -signal.SIGKILL, "the crash point was reached"
+        code = crashing.wait(timeout=60)
+        assert code == -signal.SIGKILL, (
+            f"the crash point was not reached: exit code {code}; {stderr.read_text()[-3000:]}")
     finally:
         crashing.kill()
         writer.join()

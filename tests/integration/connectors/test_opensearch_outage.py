@@ -164,9 +164,14 @@ def test_opensearch_outage_under_load_loses_nothing(fresh_database: str, unique_
                 watch = OutageWatch(pipeline, CONNECTOR, topic)
                 own_opensearch.stop_process()
                 watch.during(OUTAGE_S)
+                written = sample_sum(pipeline, "distributary_connector_events_written_total",
+                                     connector=CONNECTOR)
                 own_opensearch.start_again()
                 seen.append(documents(client, alias))
-                time.sleep(1.0)  # the load goes on while the connector catches up
+                wait_until(lambda: sample_sum(
+                    pipeline, "distributary_connector_events_written_total",
+                    connector=CONNECTOR) > written, timeout=60,
+                    what="the connector writes to OpenSearch again while the load goes on")
             finally:
                 stop_load.set()
                 load.join(timeout=10)

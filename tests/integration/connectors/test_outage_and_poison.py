@@ -89,13 +89,21 @@ def test_redis_outage_under_load_loses_nothing(make_harness: MakeHarness,
                    what="the first keys reach Redis")
         own_redis.stop_process()
         logged, acked = harness.end_offsets(topic), capture.stats.acked_lsn
-        time.sleep(OUTAGE_S)
-        assert harness.end_offsets(topic) > logged + 100, "the log grew during the outage"
-        assert capture.stats.acked_lsn > acked, "the capture kept acknowledging"
-        assert harness.counter("retries", "cache") > 0, "the connector retried"
+        down_since = time.monotonic()
+        # Redis stays down for OUTAGE_S at least, and until the capture has shown that it
+        # goes on (100 events logged, a new position acknowledged) and the connector retried
+        wait_until(lambda: time.monotonic() - down_since >= OUTAGE_S
+                   and harness.end_offsets(topic) > logged + 100
+                   and capture.stats.acked_lsn > acked
+                   and harness.counter("retries", "cache") > 0,
+                   timeout=OUTAGE_S + 60, what=(
+                       "during the outage: the log grows by 100 events, the capture "
+                       "acknowledges, the connector retries"))
         assert harness.counter("dead_letters", "cache") == 0
+        written = harness.counter("events_written", "cache")
         own_redis.start_again()
-        time.sleep(1.0)
+        wait_until(lambda: harness.counter("events_written", "cache") > written, timeout=60,
+                   what="the connector writes to Redis again while the load goes on")
     finally:
         stop_load.set()
         load.join(timeout=10)

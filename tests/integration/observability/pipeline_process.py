@@ -72,7 +72,8 @@ class Pipeline:
                 with conn.transaction():
                     for key in range(first, min(first + 10, start + rows)):
                         conn.execute("INSERT INTO customers VALUES (%s, %s)", (key, f"c{key}"))
-            conn.execute("UPDATE customers SET name = name || '!' WHERE id >= %s", (start,))
+            conn.execute("UPDATE customers SET name = name || '!' WHERE id >= %s AND id < %s",
+                         (start, start + rows))  # not the rows of an earlier write
 
 
 def write_config(path: Path, dsn: str, name: str, redis_url: str, port: int) -> None:

@@ -6,14 +6,19 @@ One real pipeline (PostgreSQL → file log → Redis connector) serves every tes
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ..connectors.harness import wait_until
 from .pipeline_process import TOKEN, Pipeline, running_pipeline, wait_until_ready
+
+FIRST_IDS = itertools.count(1000, 10_000)  # each write its own ids (--count repeats tests)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +73,7 @@ def test_metrics_move_with_the_workload(pipeline: Pipeline) -> None:
     before = pipeline.metric("distributary_capture_events_total", topic=topic) or 0.0
     written_before = pipeline.metric("distributary_connector_events_written_total",
                                      connector="cache") or 0.0
-    pipeline.write(200, start=1000)
+    pipeline.write(200, start=next(FIRST_IDS))
     deadline = time.monotonic() + 30
     while True:
         events = pipeline.metric("distributary_capture_events_total", topic=topic) or 0.0
@@ -110,11 +115,29 @@ def test_metrics_move_with_the_workload(pipeline: Pipeline) -> None:
 
 
 def test_status_json_keeps_samples(pipeline: Pipeline) -> None:
-    pipeline.write(50, start=5000)
-    time.sleep(1.5)  # three sample intervals
-    status, body = pipeline.get("/status.json")
-    assert status == 200
-    document = json.loads(body)
+    def status_json() -> dict[str, Any]:
+        status, body = pipeline.get("/status.json")
+        assert status == 200, body
+        document: dict[str, Any] = json.loads(body)
+        return document
+
+    def last_events() -> int | None:
+        samples = status_json()["samples"]
+        return samples[-1]["events"] if samples else None
+
+    # a throughput needs two counts: the first write of a new pipeline (this test may run
+    # first) must come after a sample with the capture's count
+    wait_until(lambda: last_events() is not None, timeout=30,
+               what="a sample with the capture's event count")
+    events_before = last_events() or 0
+    pipeline.write(50, start=next(FIRST_IDS))
+
+    def sampled() -> bool:  # three samples, the last one taken after the 100 events
+        samples = status_json()["samples"]
+        return len(samples) >= 3 and (samples[-1]["events"] or 0) >= events_before + 100
+
+    wait_until(sampled, timeout=30, what="a sample counting the 100 new events")
+    document = status_json()
     assert document["ready"] is True and document["interval_s"] == 0.5
     samples = document["samples"]
     assert len(samples) >= 3

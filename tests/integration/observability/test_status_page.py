@@ -3,17 +3,18 @@ data (SVG paths with points, ``data-points`` > 0) drawn by the page's own script
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from ..connectors.harness import wait_until
 from .pipeline_process import TOKEN, Pipeline, running_pipeline, wait_until_ready
 
 CHART_BOTTOM = 150  # HEIGHT - BOTTOM in status.js: y of a zero value
@@ -59,6 +60,17 @@ def keep_writing(pipeline: Pipeline, stop: threading.Event) -> None:
         stop.wait(0.2)
 
 
+def every_chart_has_data(pipeline: Pipeline) -> bool:
+    """``/status.json`` holds what each chart plots: a sample with events flowing, the
+    capture's lag and WAL figures, and the connector's lag."""
+    status, body = pipeline.get("/status.json")
+    samples = json.loads(body)["samples"] if status == 200 else []
+    return (any((s["events_per_s"] or 0) > 0 for s in samples)
+            and any(s["lag_seconds"] is not None for s in samples)
+            and any(s["lag_bytes"] is not None for s in samples)
+            and any("cache" in s["connector_lag"] for s in samples))
+
+
 def test_status_page_charts_show_data(postgres_dsn: str, redis_url: str,
                                       tmp_path: Path) -> None:
     chromium()
@@ -69,7 +81,8 @@ def test_status_page_charts_show_data(postgres_dsn: str, redis_url: str,
         writer = threading.Thread(target=keep_writing, args=(pipeline, stop))
         writer.start()
         try:
-            time.sleep(3)  # a few samples with events flowing
+            wait_until(lambda: every_chart_has_data(pipeline), timeout=60,
+                       what="samples with events flowing, lags and WAL in /status.json")
             dom = render(f"{pipeline.base}/#token={TOKEN}", tmp_path / "profile")
             assert pipeline.process.poll() is None
         finally:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import psycopg
 
+from tests.integration.connectors.harness import wait_until
+
 from .conftest import HOT, NEW_IDS, ROWS, Pipeline, StartPipeline, inject_drift
 
 SUMMARY = re.compile(r"reconcile: tables=(\d+) rows=(\d+) missing=(\d+) extra=(\d+) "
@@ -127,7 +129,12 @@ def test_reconcile_reports_drift_exactly_and_repairs_it(
     pipeline = start_pipeline()
     prefix = f"{pipeline.name}:orders"
     with Workload(pipeline.dsn) as workload:
-        time.sleep(2)
+        def under_way() -> bool:
+            assert workload.error is None, workload.error
+            return workload.transactions >= 1000
+
+        wait_until(under_way, timeout=60, what="the workload commits its first 1000 "
+                   "transactions")
         for _ in range(10):  # no false positive under load
             clean = reconcile(pipeline)
             assert (clean.code, clean.lines) == (0, []), (clean, pipeline.stderr)

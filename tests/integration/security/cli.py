@@ -6,8 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from tests.integration.connectors.harness import wait_until
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,8 @@ def cdc(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> 
 
 def cdc_for(seconds: float, *args: str, env: dict[str, str] | None = None) -> Run:
     """Run a long-running ``cdc ARGS`` for ``seconds`` (unless it ends first), then
-    SIGTERM it; its output."""
+    SIGTERM it; its output. For looking at whatever it prints meanwhile (no secret in
+    it): to wait for something it does, use ``cdc_until``."""
     proc = subprocess.Popen([sys.executable, "-m", "cdc.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})})
@@ -49,6 +54,51 @@ def cdc_for(seconds: float, *args: str, env: dict[str, str] | None = None) -> Ru
         proc.kill()
         out, err = proc.communicate()
     return Run(args, proc.returncode, out, err)
+
+
+def cdc_until(done: Callable[[str], bool], what: str, *args: str, timeout: float = 120,
+              env: dict[str, str] | None = None) -> Run:
+    """Run a long-running ``cdc ARGS`` until ``done`` holds for what it printed so far
+    (stdout and stderr), then SIGTERM it; its output. The test fails naming ``what`` when
+    that takes more than ``timeout`` seconds, or when the command ends without it."""
+    proc = subprocess.Popen([sys.executable, "-m", "cdc.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=into.extend, args=(stream,), daemon=True)  # by line
+               for stream, into in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+
+    def printed() -> str:
+        return "".join(out) + "".join(err)
+
+    def ready() -> bool:
+        if proc.poll() is None:
+            return done(printed())
+        for reader in readers:  # ended: read what is left before the last look
+            reader.join(10)
+        assert done(printed()), (f"cdc {' '.join(args)} exited ({proc.returncode}) "
+                                 f"before {what}: {printed()[-3000:]}")
+        return True
+
+    try:
+        wait_until(ready, timeout=timeout, what=f"{what} (cdc {' '.join(args)})", interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; it printed: {printed()[-3000:]}") from exc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for reader in readers:
+            reader.join(10)
+    return Run(args, proc.returncode, "".join(out), "".join(err))
 
 
 def doctor_findings(run: Run) -> dict[str, tuple[str, str, str]]:

@@ -22,7 +22,7 @@ from psycopg import sql
 from compose.launcher import PostgresServer, RedisServer, free_port
 from tests.integration.connectors.webhook_receiver import Receiver, webhook_receiver
 
-from .cli import Run, cdc, cdc_for
+from .cli import Run, cdc, cdc_for, cdc_until
 
 FILE_PASSWORD = "pgFile-Leak-4417"
 DSN_PASSWORD = "pgDsn-Leak-7731"
@@ -145,7 +145,8 @@ def leaf_commands() -> set[str]:
 
 
 def invocations(config: Path, *, full: bool) -> list[tuple[float | None, tuple[str, ...]]]:
-    """(seconds to run before SIGTERM, or None: until it exits; arguments)."""
+    """(seconds to run before SIGTERM, or None: until it exits; arguments). The seconds
+    are no wait for anything: what a command prints in them is checked for secrets."""
     c = ("-c", str(config))
     short = [(None, ("validate", *c)), (None, ("doctor", *c)), (4.0, ("capture", *c)),
              (4.0, ("connect", *c)), (4.0, ("run", *c)), (None, ("log", "topics", *c)),
@@ -184,7 +185,9 @@ def test_no_command_shows_a_secret(stack: Stack, tmp_path: Path) -> None:
             plans[name].append((4.0, (*command.split(), "-c", str(configs[name]))))
 
     # a first capture fills the log, so the log and replay commands have data to show
-    first = cdc_for(10, "run", "-c", str(configs["good"]), env=ENV)
+    first = cdc_until(lambda _: set(range(1, 21)) <= set(stack.receiver.accepted_keys()),
+                      "the webhook receives the 20 rows", "run", "-c", str(configs["good"]),
+                      env=ENV)
     with ThreadPoolExecutor(max_workers=4) as pool:  # most of the time is start-up
         steps = [step for scenario in plans.values() for step in scenario]
         runs = [first, *pool.map(lambda step: run_one(*step), steps)]

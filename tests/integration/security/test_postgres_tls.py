@@ -24,7 +24,7 @@ from compose.launcher import PostgresServer
 from compose.launcher.postgres import ServerTls
 
 from .certs import CertificateAuthority
-from .cli import cdc, cdc_for, doctor_findings
+from .cli import cdc, cdc_until, doctor_findings
 
 PASSWORD = "tls-Secret-8842"
 
@@ -150,7 +150,8 @@ def test_a_wrong_ca_fails_clearly(tls: TlsSetup, tmp_path: Path) -> None:
     assert doctor.returncode == 1
     assert "cannot check the database" in doctor.stderr
     assert "certificate verify failed" in doctor.stderr, doctor.stderr
-    capture = cdc_for(6, "capture", "-c", str(config))
+    capture = cdc_until(lambda printed: "certificate verify failed" in printed,
+                        "the certificate error", "capture", "-c", str(config))
     assert "certificate verify failed" in capture.stderr, capture.stderr
     assert logged_ids(tmp_path / "log", "tls_wrong.public.t") == []
     for run in (doctor, capture):

@@ -40,6 +40,7 @@ from spark_pipelines.source import LogSource
 from spark_pipelines.state import load_histories
 from spark_pipelines.task_writes import TaskCounts
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
+from tests.integration.connectors.harness import wait_until
 
 from .test_replay_materialize import current_lsn, replay, rows_of, wait_captured, workload
 
@@ -75,30 +76,49 @@ connectors:
 """)
 
 
+class Feed:
+    """What the thread of ``streaming`` has written to its sink: the next offset of each
+    partition of the topic, and the error that stopped it, if one did."""
+
+    def __init__(self, log: FileLog, topic: str) -> None:
+        self.log, self.topic = log, topic
+        self.written: dict[int, int] = {}
+        self.error: BaseException | None = None
+
+    def caught_up(self) -> bool:
+        """True once the sink has written every record the topic holds now."""
+        assert self.error is None, f"the streaming sink failed: {self.error!r}"
+        return all(self.written.get(p.partition, p.start_offset) >= p.end_offset
+                   for p in self.log.admin().partitions(self.topic))
+
+
 @contextmanager
-def streaming(env: CaptureEnv, sink: Sink) -> Iterator[threading.Event]:
+def streaming(env: CaptureEnv, sink: Sink) -> Iterator[Feed]:
     """Feed ``sink`` from the table's topic in a thread, as a connector does."""
     stop = threading.Event()
     log = FileLog(env.log_dir)
     consumer = log.consumer(f"stream-{time.monotonic_ns()}", topics=[env.topic("items")],
                             start=StartAt.earliest())
     sink.open()
-    idle = threading.Event()
+    feed = Feed(log, env.topic("items"))
 
     def run() -> None:
-        while not stop.is_set():
-            messages = consumer.poll(500, timeout=0.2)
-            if messages:
-                idle.clear()
-                result = sink.write(decode_batch(messages).events)
-                assert not result.rejected, result.rejected
-            else:
-                idle.set()
+        try:
+            while not stop.is_set():
+                messages = consumer.poll(500, timeout=0.2)
+                if messages:
+                    result = sink.write(decode_batch(messages).events)
+                    assert not result.rejected, result.rejected
+                    for message in messages:
+                        feed.written[message.partition] = max(
+                            feed.written.get(message.partition, 0), message.offset + 1)
+        except BaseException as exc:  # reported by Feed.caught_up
+            feed.error = exc
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        yield idle
+        yield feed
     finally:
         stop.set()
         thread.join(timeout=30)
@@ -120,10 +140,11 @@ def redis_state(client: redis.Redis, name: str) -> dict[bytes, bytes | None]:
     return {key: cast(bytes | None, client.get(key)) for key in keys}
 
 
-def settle(env: CaptureEnv, idle: threading.Event) -> None:
+def settle(env: CaptureEnv, feed: Feed) -> None:
+    """Wait until everything committed so far is in the log and written by the sink."""
     wait_captured(env, current_lsn(env))
-    time.sleep(0.5)
-    assert idle.wait(30)
+    wait_until(feed.caught_up, timeout=30,
+               what=f"the streaming sink writes {feed.topic} up to its end offsets")
 
 
 def test_rebuilds_equal_the_streaming_sinks(
@@ -142,15 +163,15 @@ def test_rebuilds_equal_the_streaming_sinks(
     cache = redis.Redis.from_url(redis_url)
     alias = f"{unique_name}_flagged"
     search_sink = OpenSearchSink(search_config, topic_prefix=env.slot)
-    with streaming(env, search_sink) as idle, \
-            streaming(env, RedisSink(cache_config, topic_prefix=env.slot)) as cache_idle:
+    with streaming(env, search_sink) as search_feed, \
+            streaming(env, RedisSink(cache_config, topic_prefix=env.slot)) as cache_feed:
         workload(env, rng, 8, 1, with_note=False)
         env.sql("TRUNCATE items")
         workload(env, rng, 6, 1000, with_note=False)
         env.sql("ALTER TABLE items ADD COLUMN note text")
         workload(env, rng, 6, 2000, with_note=True)
-        settle(env, idle)
-        settle(env, cache_idle)
+        settle(env, search_feed)
+        settle(env, cache_feed)
         streamed = documents(client, alias)
         streamed_cache = redis_state(cache, unique_name)
         assert streamed and streamed_cache
@@ -162,7 +183,7 @@ def test_rebuilds_equal_the_streaming_sinks(
         writer.start()
         replay("rebuild-search", "-c", str(env.config_path), "--tables", TABLE)
         writer.join()
-        settle(env, idle)
+        settle(env, search_feed)
         with psycopg.connect(env.dsn, row_factory=dict_row) as conn:
             rows = list(conn.execute("SELECT * FROM items"))
         rebuilt = documents(client, alias)

@@ -14,6 +14,7 @@ from cdc.capture.source.slot import ensure_slot, slot_failover
 from cdc.config import PipelineConfig
 from cdc.errors import SourceError
 from compose.launcher import PostgresServer
+from tests.integration.connectors.harness import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +34,17 @@ def _config(dsn: str, slot: str) -> PipelineConfig:
 def _failover(dsn: str, slot: str) -> bool | None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         return slot_failover(conn, slot)
+
+
+def _wait_for_setting(dsn: str, name: str, value: str) -> None:
+    """Until a new session sees ``name = value`` (after ``pg_reload_conf()``, which only
+    signals the server to reload)."""
+    def seen() -> bool:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            row = conn.execute("SELECT current_setting(%s)", (name,)).fetchone()
+        return row is not None and row[0] == value
+
+    wait_until(seen, timeout=30, what=f"new sessions see {name} = {value!r}", interval=0.1)
 
 
 def test_new_slot_is_a_failover_slot_on_17(pg17: PostgresServer) -> None:
@@ -78,10 +90,11 @@ def test_doctor_failover_checks_on_17(pg17: PostgresServer) -> None:
         conn.execute("ALTER SYSTEM SET synchronized_standby_slots = 'standby1'")
         conn.execute("SELECT pg_reload_conf()")
         ensure_slot(conn, dsn, "fo_doc", failover=True)
-        conn.execute("SELECT pg_sleep(0.2)")  # the reload reaches new sessions
+    _wait_for_setting(dsn, "synchronized_standby_slots", "standby1")
     with psycopg.connect(dsn, autocommit=True) as conn:
         findings = {f.check: f for f in failover_findings(conn, _config(dsn, "fo_doc"))}
         assert findings["failover slot"].level == "ok"
         assert findings["synchronized_standby_slots"].level == "ok"
         conn.execute("ALTER SYSTEM RESET synchronized_standby_slots")
         conn.execute("SELECT pg_reload_conf()")
+    _wait_for_setting(dsn, "synchronized_standby_slots", "")  # as the next test expects

@@ -132,7 +132,7 @@ def test_prepared_transactions_exactly_once_across_a_kill(make_scenario: MakeSce
         events = _wait_ids(scenario, 10)
         assert not {1, 2, 3} & set(_ids(events)), "nothing before COMMIT PREPARED"
         if two_phase:  # never acknowledged past the pending PREPARE
-            time.sleep(1.5)
+            time.sleep(1.5)  # a negative check: an acknowledgement would have come by now
             assert _slot(scenario)[1] <= after_prepare
         _finish(scenario, "COMMIT PREPARED 'a'")
         events = _wait_ids(scenario, 1, 2, 3)
