@@ -222,7 +222,8 @@ class Capture:
             read_records(self.log, prefix), dsn=dsn, prefix=prefix,
             database=source.database or "", producer=self.producer, shapes=shapes,
             publication=source.publication, new_tables=source.snapshot_new_tables,
-            new_tables_check_s=self.settings.new_tables_check_s)
+            new_tables_check_s=self.settings.new_tables_check_s,
+            schema_changes=source.schema_changes)
         if self._resnapshot:
             self._resnapshot = False
             incremental.request_all()

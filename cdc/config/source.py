@@ -14,6 +14,47 @@ from cdc.config.conninfo import parse_dsn
 from cdc.config.fields import Duration, PgIdentifier, PostgresDsn, SlotName
 
 SnapshotMode = Literal["initial", "never", "always", "initial_only"]
+RewriteAction = Literal["resnapshot", "ignore"]
+
+
+class SchemaChangesConfig(ConfigModel):
+    """What the capture does when a schema change alters rows nobody wrote since
+    (``ADD COLUMN … DEFAULT``, ``ALTER COLUMN … TYPE``, ``DROP COLUMN``)."""
+
+    default: RewriteAction = Field(
+        default="resnapshot", description="resnapshot: read the table again (an incremental "
+        "snapshot) so the log and every sink hold its rows' new values; ignore: keep the "
+        "old values downstream until each row is written again (a dropped column's values "
+        "stay in the sinks)")
+    tables: dict[str, RewriteAction] = Field(
+        default_factory=dict, description="per table: 'schema.table' or a glob pattern "
+        "('public.audit_*') → resnapshot or ignore; the first matching entry wins")
+    confirm_above_rows: int | None = Field(
+        default=None, ge=0, description="a table estimated to hold more rows is not read "
+        "again by itself: the capture logs the change and waits for `cdc snapshot --table` "
+        "to start the re-read; null: no limit")
+
+    @field_validator("tables")
+    @classmethod
+    def _patterns_valid(cls, tables: dict[str, RewriteAction]) -> dict[str, RewriteAction]:
+        problems: list[tuple[Loc, str, object]] = []
+        for entry in tables:
+            try:
+                if parse_pattern(entry).exclude:
+                    problems.append(((entry,), "expected an inclusion; set the table to "
+                                     "'ignore' instead of excluding it", entry))
+            except PatternError as exc:
+                problems.append(((entry,), str(exc), entry))
+        if problems:
+            raise_field_problems("SchemaChangesConfig", problems)
+        return tables
+
+    def action_for(self, schema: str, table: str) -> RewriteAction:
+        """The action for ``schema.table``: its first matching entry's, else the default."""
+        for entry, action in self.tables.items():
+            if parse_pattern(entry).matches(schema, table):
+                return action
+        return self.default
 
 
 class SourceConfig(ConfigModel):
@@ -38,6 +79,9 @@ class SourceConfig(ConfigModel):
     snapshot_parallel_tables: int | None = Field(
         default=None, ge=1, le=64, description="connections the initial snapshot reads "
         "tables on at once (each reads many tables per transaction); null: one per CPU")
+    schema_changes: SchemaChangesConfig = Field(
+        default_factory=SchemaChangesConfig, description="schema changes that alter "
+        "existing rows' values: read the table again (default) or not")
     heartbeat_interval: Duration | None = Field(
         default=timedelta(seconds=10), description="how often to advance an idle slot; null: never")
     messages_prefixes: tuple[str, ...] = Field(

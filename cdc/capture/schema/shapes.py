@@ -17,11 +17,10 @@ from ..events import TableShape
 from ..pgoutput import Relation
 from ..source.ddl_race import CatalogRaceError, outlast_ddl
 from ..source.slot import primary_key
+from .rewrites import SchemaRewrite, Signature, valued_columns
 from .type_details import describe_type
 
 log = logging.getLogger(__name__)
-
-Signature = tuple[tuple[str, int, int, bool], ...]
 
 
 class KnownSchema(NamedTuple):
@@ -68,6 +67,30 @@ class ShapeRegistry:
     def learn(self, relation: Relation) -> Record | None:
         """Remember ``relation``; return a schema record when its columns changed."""
         return self.learn_relation(relation)[0]
+
+    def rows_rewritten(self, relation: Relation) -> str | None:
+        """Before ``learn_relation``: why the rows of ``relation``'s table changed values
+        nobody wrote since the schema version the log recorded (``rewrites``), or None —
+        also for a table new to the log or created again (its truncate empties it)."""
+        table = self._names.get(relation.oid, f"{relation.namespace}.{relation.name}")
+        known = self._versions.get(table)
+        if known is None or not known.signature or known.relation_oid not in (None,
+                                                                             relation.oid):
+            return None
+        signature: Signature = tuple((c.name, c.type_oid, c.type_modifier, c.key)
+                                     for c in relation.columns)
+        if signature == known.signature:
+            return None
+        change = SchemaRewrite.between(known.signature, signature)
+        try:
+            valued = valued_columns(self._conn, relation.oid, change.added)
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:  # e.g. dropped meanwhile: assume they hold values
+            log.warning("cannot read the defaults of %s (%s): its added columns are taken "
+                        "to hold values", table, str(exc).strip())
+            valued = list(change.added)
+        return change.reason(valued)
 
     def learn_relation(self, relation: Relation) -> tuple[Record | None, bool]:
         """``learn``, and whether the table name now belongs to another relation than

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 import psycopg
 
+from cdc.config.source import SchemaChangesConfig
 from cdc.crashpoints import crash_point
 from cdc.errors import SourceError
 from cdc.log import Position, Producer, Record
@@ -80,6 +81,7 @@ class IncrementalSnapshots:
     publication: str
     new_tables: bool = True
     new_tables_check_s: float = 10.0  # look for tables new in the publication this often
+    schema_changes: SchemaChangesConfig = field(default_factory=SchemaChangesConfig)
     refusal: str | None = None  # why none can be performed here (PostgreSQL 13): all fail
     known: dict[str, int] = field(default_factory=dict)  # table → relation oid
     states: dict[str, TableSnapshot] = field(default_factory=dict)
@@ -137,6 +139,39 @@ class IncrementalSnapshots:
                      f" (renamed from {before})" if before else "")
             if self.new_tables and (table in named or before is not None):
                 self.request(table, None, DEFAULT_CHUNK_ROWS, 0)
+
+    def rows_rewritten(self, table: str, reason: str, lsn: int) -> None:
+        """A schema change at ``lsn`` altered rows of ``table`` that nobody wrote since
+        (``schema.rewrites``): read the table again, unless ``source.schema_changes`` says
+        to ignore it or to wait for ``cdc snapshot`` above a size."""
+        schema, name = split_table(table)
+        policy = self.schema_changes
+        if policy.action_for(schema, name) == "ignore":
+            log.warning("%s: a schema change %s; source.schema_changes ignores it, so rows "
+                        "not written since keep their old values downstream", table, reason,
+                        extra={"lsn": format_lsn(lsn)})
+            return
+        limit = policy.confirm_above_rows
+        if limit is not None:
+            estimate = self._estimated_rows(schema, name)
+            if estimate > limit:
+                log.warning("%s: a schema change %s; the table holds about %d rows, above "
+                            "source.schema_changes.confirm_above_rows (%d): run `cdc snapshot "
+                            "-c <pipeline.yaml> --table %s` to read it again (until then rows "
+                            "not written since keep their old values downstream)", table,
+                            reason, estimate, limit, table, extra={"lsn": format_lsn(lsn)})
+                return
+        log.info("%s: a schema change %s: reading the table again", table, reason,
+                 extra={"lsn": format_lsn(lsn)})
+        self.request(table, None, DEFAULT_CHUNK_ROWS, lsn)
+
+    def _estimated_rows(self, schema: str, table: str) -> int:
+        with session.connect(self.dsn) as conn:
+            row = outlast_ddl(lambda: conn.execute(
+                "SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c JOIN pg_namespace n"
+                " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+                (schema, table)).fetchone(), what=f"estimating the rows of {schema}.{table}")
+        return int(row[0]) if row is not None else 0
 
     def request_all(self) -> None:
         """Snapshot every published table again (snapshot mode ``always``)."""

@@ -194,12 +194,27 @@ class StreamLoop:
         self.assembler.feed(decoded, wal_lsn)
         if self.native is not None and type(decoded) not in _KEEPS_SHAPES:
             self.native.forget_tables()  # e.g. a Relation: a new shape
+        if self.assembler.rewritten:
+            self.reread_rewritten()
         incremental = self.incremental
         if incremental is not None and incremental.observe(decoded):
             self.flush()  # what came before, first
             incremental.handle(decoded)
         if isinstance(decoded, (Commit, StreamCommit, CommitPrepared)):
             self.commit_ts_us = decoded.commit_ts
+
+    def reread_rewritten(self) -> None:
+        """Tables whose rows a schema change altered without writing them: read them
+        again (``IncrementalSnapshots.rows_rewritten``)."""
+        rewritten, self.assembler.rewritten = self.assembler.rewritten, []
+        for change in rewritten:
+            if self.incremental is not None:
+                self.incremental.rows_rewritten(change.table, change.reason, change.lsn)
+            else:
+                log.warning("%s: a schema change %s, but this capture cannot read tables "
+                            "while streaming (a standby without source.primary_dsn): rows "
+                            "not written since keep their old values downstream",
+                            change.table, change.reason, extra={"slot": self.settings.slot})
 
     def drain(self) -> None:
         """A committed streamed transaction's records, a chunk per durable append (its

@@ -20,6 +20,7 @@ import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import orjson
 
@@ -90,6 +91,14 @@ class _Prepared:
     prepare_lsn: int
 
 
+class RowsRewritten(NamedTuple):
+    """A schema change that altered rows nobody wrote since (``schema.rewrites``)."""
+
+    table: str  # schema.table
+    reason: str
+    lsn: int  # where its Relation message came
+
+
 @dataclass(slots=True)
 class TransactionAssembler:
     """Decoded messages in, complete records out (see the module docstring)."""
@@ -101,6 +110,7 @@ class TransactionAssembler:
     message_prefixes: frozenset[str]
     ready: list[Record] = field(default_factory=list)
     topic_of_prefix: dict[str, str] = field(default_factory=dict)  # message prefix → topic
+    rewritten: list[RowsRewritten] = field(default_factory=list)  # taken by the loop
     _ack: int = 0
     _open: _OpenTransaction | None = None
     _stream_xid: int | None = None
@@ -189,7 +199,11 @@ class TransactionAssembler:
                 self._open = None
                 self._ack = max(self._ack, message.end_lsn)
             case Relation():
+                rewrite = self.shapes.rows_rewritten(message)
                 schema_record, recreated = self.shapes.learn_relation(message)
+                if rewrite is not None:
+                    self.rewritten.append(RowsRewritten(
+                        f"{message.namespace}.{message.name}", rewrite, wal_lsn))
                 if schema_record is not None:
                     self.ready.append(schema_record)
                 if recreated:

@@ -1,0 +1,175 @@
+"""Migrations reach derived systems: after an ``ALTER TABLE`` that changes rows without
+writing them, ``cdc run`` reads the table again, so the index and the cache (JSON and
+hashes) equal the table — ``cdc reconcile`` clean — and a dropped column's values are
+gone from every document, value and hash, on the file log and on Kafka.
+
+Each table holds ``ROWS`` rows written before its migration; a few are updated after
+it (which brings the new Relation message); the others change only through the re-read.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+import redis
+from opensearchpy import OpenSearch
+from psycopg import sql
+
+from tests.processes import start_cdc_run, stop_process
+
+ROWS = 200
+TABLES = ("fast_default", "retyped", "dropped", "volatile_default")
+MIGRATIONS = {
+    "fast_default": "ALTER TABLE fast_default ADD COLUMN flag boolean NOT NULL DEFAULT true",
+    "retyped": "ALTER TABLE retyped ALTER COLUMN v TYPE text USING (v * 2)::text",
+    "dropped": "ALTER TABLE dropped DROP COLUMN note",
+    "volatile_default": "ALTER TABLE volatile_default ADD COLUMN created timestamptz "
+                        "NOT NULL DEFAULT clock_timestamp()",
+}
+SUMMARY = re.compile(r"reconcile: tables=(\d+) rows=(\d+) missing=(\d+) extra=(\d+) "
+                     r"different=(\d+)")
+
+
+def pipeline_yaml(backend: str, dsn: str, name: str, log_dir: Path, kafka: str,
+                  opensearch_url: str, redis_url: str) -> str:
+    log = (f"  backend: kafka\n  bootstrap_servers: [{kafka}]\n" if backend == "kafka"
+           else f"  backend: file\n  path: {log_dir}\n")
+    topics = ", ".join(f"{name}.public.{t}" for t in TABLES)
+    return f"""
+source:
+  dsn: {dsn}
+  slot: {name}
+  publication: {name}
+  tables: [{", ".join(f"public.{t}" for t in TABLES)}]
+  heartbeat_interval: 1s
+log:
+{log}  partitions: 3
+connectors:
+  - name: {name}_search
+    type: opensearch
+    topics: [{topics}]
+    batch_timeout: 100ms
+    config:
+      hosts: [{opensearch_url}]
+      index: "{name}_{{table}}"
+  - name: {name}_json
+    type: redis
+    topics: [{topics}]
+    batch_timeout: 100ms
+    config:
+      url: {redis_url}
+      key_template: "{name}:json:{{table}}:{{key}}"
+  - name: {name}_hash
+    type: redis
+    topics: [{topics}]
+    batch_timeout: 100ms
+    config:
+      url: {redis_url}
+      key_template: "{name}:hash:{{table}}:{{key}}"
+      value_format: hash
+"""
+
+
+@pytest.fixture
+def clients(opensearch_url: str, redis_url: str,
+            unique_name: str) -> Iterator[tuple[OpenSearch, redis.Redis]]:
+    search, cache = OpenSearch([opensearch_url]), redis.Redis.from_url(redis_url)
+    yield search, cache
+    for key in cache.scan_iter(match=f"{unique_name}:*", count=1000):
+        cache.delete(key)
+    search.indices.delete(index=f"{unique_name}*", expand_wildcards="all",
+                          ignore_unavailable=True)
+    cache.close()
+    search.close()
+
+
+def reconcile(config: Path) -> tuple[int, ...]:
+    """``cdc reconcile``'s summary: tables, rows, missing, extra, different."""
+    done = subprocess.run([sys.executable, "-m", "cdc.cli", "reconcile", "-c", str(config),
+                           "--timeout", "60"], capture_output=True, text=True, timeout=300)
+    match = SUMMARY.search(done.stdout)
+    assert match is not None, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    return tuple(int(g) for g in match.groups())
+
+
+def wait_until(check: Any, what: str, process: subprocess.Popen[bytes], stderr: Path,
+               timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert process.poll() is None, stderr.read_text()[-3000:]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+def redis_count(cache: redis.Redis, pattern: str) -> int:
+    return sum(1 for _ in cache.scan_iter(match=pattern, count=1000))
+
+
+def fields_anywhere(search: OpenSearch, cache: redis.Redis, name: str, table: str,
+                    field: str) -> int:
+    """How many documents, JSON values and hashes of ``table`` still hold ``field``."""
+    index = f"{name}_{table}"
+    search.indices.refresh(index=index)
+    found = search.count(index=index, body={"query": {"exists": {"field": field}}})["count"]
+    for key in cache.scan_iter(match=f"{name}:json:{table}:*", count=1000):
+        value: Any = cache.get(key)
+        found += value is not None and field in orjson.loads(value)
+    for key in cache.scan_iter(match=f"{name}:hash:{table}:*", count=1000):
+        found += bool(cache.hexists(key, field))
+    return int(found)
+
+
+@pytest.mark.parametrize("backend", ["file", "kafka"])
+def test_every_migration_reaches_the_index_and_the_cache(
+        backend: str, fresh_database: str, unique_name: str, tmp_path: Path,
+        clients: tuple[OpenSearch, redis.Redis], opensearch_url: str, redis_url: str,
+        request: pytest.FixtureRequest) -> None:
+    kafka = request.getfixturevalue("kafka_bootstrap") if backend == "kafka" else ""
+    search, cache = clients
+    name = unique_name
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        for table in TABLES:
+            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v int, note text)")
+                         .format(sql.Identifier(table)))
+            conn.execute(sql.SQL("INSERT INTO {} SELECT g, g, 'secret ' || g "
+                                 "FROM generate_series(1, %s) g").format(sql.Identifier(table)),
+                         (ROWS,))
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(pipeline_yaml(backend, fresh_database, name, tmp_path / "log", kafka,
+                                    opensearch_url, redis_url))
+    stderr = tmp_path / "stderr.log"
+    process = start_cdc_run(config, stderr)
+    try:
+        every_row = len(TABLES) * ROWS
+        wait_until(lambda: redis_count(cache, f"{name}:hash:*") >= every_row,
+                   "the snapshot did not reach Redis", process, stderr)
+        with psycopg.connect(fresh_database, autocommit=True) as conn:
+            for table in TABLES:
+                conn.execute(MIGRATIONS[table].encode())
+                conn.execute(sql.SQL("UPDATE {} SET id = id WHERE id <= 3")  # its Relation
+                             .format(sql.Identifier(table)))
+        wait_until(lambda: reconcile(config)[2:] == (0, 0, 0),
+                   "the index and the cache never equalled the tables", process, stderr)
+        tables, rows, *drift = reconcile(config)
+        assert tables >= len(TABLES) and rows >= every_row and drift == [0, 0, 0]
+        assert fields_anywhere(search, cache, name, "dropped", "note") == 0
+        index = f"{name}_fast_default"
+        flagged = search.count(index=index, body={"query": {"term": {"flag": True}}})
+        assert flagged["count"] == ROWS, "every row holds the new column's default"
+        value: Any = cache.get(f"{name}:json:retyped:150")
+        assert orjson.loads(value)["v"] == "300", "the USING expression's value"
+        assert cache.hget(f"{name}:hash:volatile_default:150", "created") is not None
+    finally:
+        stop_process(process)
+    log_text = stderr.read_text()
+    for table in TABLES:
+        assert f"public.{table}: a schema change" in log_text, table
