@@ -129,6 +129,10 @@ def test_a_type_change_the_field_cannot_hold_keeps_the_document(
     """A value the field's mapping cannot index stays in ``_source``, unindexed and
     counted: the row is not dead-lettered (indices ignore malformed values)."""
     harness = make_harness(SCHEMA, _connectors(unique_name, opensearch_url))
+    config = harness.config_path.read_text()  # the UPDATE alone writes row 1: no re-read
+    harness.config_path.write_text(config.replace(
+        "  heartbeat_interval: 1s\n", "  heartbeat_interval: 1s\n"
+        "  schema_changes: {default: ignore}\n", 1))
     alias = f"{unique_name}_products"
     harness.start_capture()
     harness.start_connector("search")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tests.integration.connectors.harness import wait_until
+from tests.processes import stop_process
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,7 @@ def cdc_until(done: Callable[[str], bool], what: str, *args: str, timeout: float
         raise AssertionError(f"{exc}; it printed: {printed()[-3000:]}") from exc
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            stop_process(proc)
         for reader in readers:
             reader.join(10)
     return Run(args, proc.returncode, "".join(out), "".join(err))
