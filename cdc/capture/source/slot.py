@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -15,6 +14,7 @@ from cdc.errors import SourceError
 from ..lsn import parse_lsn
 from ..stream.replication import ReplicationConnection
 from .publication import ensure_publication
+from .slot_state import SlotState
 from .wal_safety import SlotLostError, wal_retention
 
 log = logging.getLogger(__name__)
@@ -25,21 +25,6 @@ __all__ = ["FAILOVER_MIN_VERSION", "SlotState", "alter_failover_query", "check_s
            "slot_two_phase", "split_table"]
 
 FAILOVER_MIN_VERSION = 170000  # failover slots, ALTER_REPLICATION_SLOT: PostgreSQL 17
-
-
-@dataclass(frozen=True, slots=True)
-class SlotState:
-    """A row of ``pg_replication_slots`` that matters to the capture."""
-
-    name: str
-    plugin: str | None
-    database: str | None
-    active: bool
-    active_pid: int | None
-    confirmed_flush_lsn: int | None
-    wal_status: str | None
-    retained_bytes: int | None
-    safe_wal_bytes: int | None = None  # WAL that may still be written before it is lost
 
 
 def split_table(name: str) -> tuple[str, str]:

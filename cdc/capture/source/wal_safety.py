@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import psycopg
 
 from cdc.errors import SourceError, TerminalError
 
 from ..lsn import format_lsn, parse_lsn
-
-if TYPE_CHECKING:
-    from .slot import SlotState
+from .slot_state import SlotState
 
 log = logging.getLogger(__name__)
 
