@@ -51,10 +51,13 @@ class Difference:
     kind: Kind
     detail: str
     settled: bool
+    sink_version: int | None = None  # the version of the sink's record, when it has one
+    cause: str | None = None  # why, when known (``schema_history.explain``)
 
     def line(self, where: str) -> str:
-        """The report line: ``<kind> <where> <id>: <detail>``."""
-        return f"{self.kind.value} {where} {self.sink_id}: {self.detail}"
+        """The report line: ``<kind> <where> <id>: <detail>[; cause: <cause>]``."""
+        cause = f"; cause: {self.cause}" if self.cause else ""
+        return f"{self.kind.value} {where} {self.sink_id}: {self.detail}{cause}"
 
 
 Expected = Mapping[str, Record | None]
@@ -106,9 +109,9 @@ def compare_row(sink_id: str, record: Record | None, is_row: bool, stored: Store
     at = f" (sink version {describe_version(stored.version)})"
     if record is None:
         why = "the view filters this row out" if is_row else "no such row in the table"
-        return Difference(sink_id, Kind.EXTRA, why + at, settled)
+        return Difference(sink_id, Kind.EXTRA, why + at, settled, stored.version)
     return Difference(sink_id, Kind.DIFFERENT, field_differences(record, stored.record) + at,
-                      settled)
+                      settled, stored.version)
 
 
 def field_differences(expected: Record, stored: Record) -> str:

@@ -19,6 +19,7 @@ from .catchup import wait_consumed, wait_logged
 from .compare import Kind
 from .plan import TablePlan
 from .repair import delete_extras, repair_state, request_snapshot, wait_repaired
+from .schema_history import explain, last_column_change
 from .source import KeyText, TableSource
 from .target import Target
 from .walk import CatchUp, TableFindings, TableWalk
@@ -79,6 +80,10 @@ def reconcile_table(config: PipelineConfig, plan: TablePlan, *, repair: bool,
                 wait_consumed(event_log, connector.name, [plan.topic], timeout)
 
         findings = TableWalk(source, targets, catch_up, chunk_rows=chunk, rate=rate).run()
+        if findings.differences:
+            change = last_column_change(event_log, config.topic_prefix, plan.table)
+            for found in findings.targets:
+                found.differences = explain(found.differences, change)
         outcome = TableOutcome(findings)
         if repair and findings.differences:
             _repair(outcome, source, catch_up, event_log, config.topic_prefix, timeout)

@@ -40,7 +40,7 @@ SUMMARY = re.compile(r"reconcile: tables=(\d+) rows=(\d+) missing=(\d+) extra=(\
 
 
 def pipeline_yaml(backend: str, dsn: str, name: str, log_dir: Path, kafka: str,
-                  opensearch_url: str, redis_url: str) -> str:
+                  opensearch_url: str, redis_url: str, schema_changes: str = "resnapshot") -> str:
     log = (f"  backend: kafka\n  bootstrap_servers: [{kafka}]\n" if backend == "kafka"
            else f"  backend: file\n  path: {log_dir}\n")
     topics = ", ".join(f"{name}.public.{t}" for t in TABLES)
@@ -51,6 +51,7 @@ source:
   publication: {name}
   tables: [{", ".join(f"public.{t}" for t in TABLES)}]
   heartbeat_interval: 1s
+  schema_changes: {{default: {schema_changes}}}
 log:
 {log}  partitions: 3
 connectors:
@@ -92,21 +93,33 @@ def clients(opensearch_url: str, redis_url: str,
     search.close()
 
 
-def reconcile(config: Path) -> tuple[int, ...]:
+def reconcile(config: Path, *options: str) -> tuple[int, ...]:
     """``cdc reconcile``'s summary: tables, rows, missing, extra, different."""
+    return summary(reconcile_output(config, *options))
+
+
+def reconcile_output(config: Path, *options: str) -> str:
+    """What ``cdc reconcile`` printed (its report lines and summary)."""
     done = subprocess.run([sys.executable, "-m", "cdc.cli", "reconcile", "-c", str(config),
-                           "--timeout", "60"], capture_output=True, text=True, timeout=300)
-    match = SUMMARY.search(done.stdout)
-    assert match is not None, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+                           "--timeout", "60", *options], capture_output=True, text=True,
+                          timeout=300)
+    assert SUMMARY.search(done.stdout), (done.returncode, done.stdout[-2000:],
+                                         done.stderr[-2000:])
+    return done.stdout
+
+
+def summary(output: str) -> tuple[int, ...]:
+    match = SUMMARY.search(output)
+    assert match is not None, output[-2000:]
     return tuple(int(g) for g in match.groups())
 
 
 def wait_until(check: Any, what: str, process: subprocess.Popen[bytes], stderr: Path,
-               timeout: float = 180) -> None:
+               timeout: float = 180, seen: list[str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert process.poll() is None, stderr.read_text()[-3000:]
-        assert time.monotonic() < deadline, what
+        assert time.monotonic() < deadline, (what, (seen or [""])[-1][-3000:])
         time.sleep(0.5)
 
 
@@ -173,3 +186,57 @@ def test_every_migration_reaches_the_index_and_the_cache(
     log_text = stderr.read_text()
     for table in TABLES:
         assert f"public.{table}: a schema change" in log_text, table
+
+
+def test_reconcile_names_a_schema_change_as_the_cause_and_repair_fixes_it(
+        fresh_database: str, unique_name: str, tmp_path: Path,
+        clients: tuple[OpenSearch, redis.Redis], opensearch_url: str, redis_url: str) -> None:
+    """With ``schema_changes: ignore`` the migrated rows stay as they were downstream:
+    ``cdc reconcile`` reports each of them with the schema change as its cause (the rows
+    written after it, without), and ``--repair`` brings the sinks back to the table."""
+    search, cache = clients
+    name = unique_name
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        for table in TABLES:
+            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v int, note text)")
+                         .format(sql.Identifier(table)))
+            conn.execute(sql.SQL("INSERT INTO {} SELECT g, g, 'secret ' || g "
+                                 "FROM generate_series(1, %s) g").format(sql.Identifier(table)),
+                         (ROWS,))
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(pipeline_yaml("file", fresh_database, name, tmp_path / "log", "",
+                                    opensearch_url, redis_url, schema_changes="ignore"))
+    stderr = tmp_path / "stderr.log"
+    process = start_cdc_run(config, stderr)
+    try:
+        wait_until(lambda: redis_count(cache, f"{name}:hash:*") >= len(TABLES) * ROWS,
+                   "the snapshot did not reach Redis", process, stderr)
+        with psycopg.connect(fresh_database, autocommit=True) as conn:
+            for table in TABLES:
+                conn.execute(MIGRATIONS[table].encode())
+                conn.execute(sql.SQL("UPDATE {} SET v = v WHERE id <= 3")  # its Relation
+                             .format(sql.Identifier(table)))
+        stale = (ROWS - 3) * len(TABLES) * 3  # rows not written since, in three sinks
+        seen: list[str] = []
+
+        def found_stale() -> bool:
+            seen.append(reconcile_output(config))
+            return summary(seen[-1])[2] == 0 and summary(seen[-1])[4] >= stale
+
+        wait_until(found_stale, "the migrated rows were not found different", process,
+                   stderr, timeout=120, seen=seen)
+        report = seen[-1].splitlines()
+        different = [line for line in report if line.startswith("different ")]
+        caused = [line for line in different
+                  if "cause: schema changed since the row was written" in line]
+        assert len(caused) == len(different) == stale, [
+            line for line in different if line not in caused][:8]
+        assert any(" public.dropped " in line and "note: not in the table's record" in line
+                   for line in caused)
+        repaired = reconcile_output(config, "--repair")
+        assert "repair: requested an incremental snapshot" in repaired, repaired[-2000:]
+        wait_until(lambda: reconcile(config)[2:] == (0, 0, 0),
+                   "--repair did not bring the sinks back to the tables", process, stderr)
+        assert fields_anywhere(search, cache, name, "dropped", "note") == 0
+    finally:
+        stop_process(process)

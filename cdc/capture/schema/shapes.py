@@ -64,9 +64,9 @@ class ShapeRegistry:
         """The shape of a relation announced earlier in this session."""
         return self._shapes[oid]
 
-    def learn(self, relation: Relation) -> Record | None:
+    def learn(self, relation: Relation, since_lsn: int | None = None) -> Record | None:
         """Remember ``relation``; return a schema record when its columns changed."""
-        return self.learn_relation(relation)[0]
+        return self.learn_relation(relation, since_lsn)[0]
 
     def rows_rewritten(self, relation: Relation) -> str | None:
         """Before ``learn_relation``: why the rows of ``relation``'s table changed values
@@ -92,10 +92,15 @@ class ShapeRegistry:
             valued = list(change.added)
         return change.reason(valued)
 
-    def learn_relation(self, relation: Relation) -> tuple[Record | None, bool]:
+    def learn_relation(self, relation: Relation,
+                       since_lsn: int | None = None) -> tuple[Record | None, bool]:
         """``learn``, and whether the table name now belongs to another relation than
         the one last recorded under it (dropped and created again): the caller then
-        writes a truncate event before the new relation's first event."""
+        writes a truncate event before the new relation's first event.
+
+        ``since_lsn``: the commit LSN from which the table's events carry this shape (the
+        transaction the Relation message came in), recorded in a new version's record so
+        that ``cdc reconcile`` can tell a row written under an older shape."""
         oids = [c.type_oid for c in relation.columns]
         key_override = None
         try:
@@ -135,7 +140,8 @@ class ShapeRegistry:
                          renamed_from, table)
             self._versions[table] = KnownSchema(version, signature, relation.oid,
                                                 (relation.namespace, relation.name))
-            record = self._schema_record(relation, table, version, key_override, renamed_from)
+            record = self._schema_record(relation, table, version, key_override, renamed_from,
+                                         since_lsn)
             log.info("schema version %d of %s", version, table)
         else:
             version = known.version
@@ -181,7 +187,8 @@ class ShapeRegistry:
                     what=f"reading type {oid} again")
 
     def _schema_record(self, relation: Relation, table: str, version: int,
-                       key_override: list[str] | None, renamed_from: str | None) -> Record:
+                       key_override: list[str] | None, renamed_from: str | None,
+                       since_lsn: int | None) -> Record:
         columns = [{"name": c.name, "type_oid": c.type_oid, "type_modifier": c.type_modifier,
                     "type": self._type_name(c.type_oid),
                     "type_detail": describe_type(self.catalog, c.type_oid),
@@ -191,7 +198,8 @@ class ShapeRegistry:
         value = orjson.dumps({"schema": relation.namespace, "table": relation.name,
                               "schema_version": version, "columns": columns,
                               "replica_identity": relation.replica_identity,
-                              "relation_oid": relation.oid, "renamed_from": renamed_from})
+                              "relation_oid": relation.oid, "renamed_from": renamed_from,
+                              "since_lsn": since_lsn})
         return Record(self.schema_topic, orjson.dumps(table), value)
 
     def _type_name(self, oid: int) -> str:

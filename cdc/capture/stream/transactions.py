@@ -200,7 +200,8 @@ class TransactionAssembler:
                 self._ack = max(self._ack, message.end_lsn)
             case Relation():
                 rewrite = self.shapes.rows_rewritten(message)
-                schema_record, recreated = self.shapes.learn_relation(message)
+                schema_record, recreated = self.shapes.learn_relation(
+                    message, self._open.commit.commit_lsn if self._open else wal_lsn)
                 if rewrite is not None:
                     self.rewritten.append(RowsRewritten(
                         f"{message.namespace}.{message.name}", rewrite, wal_lsn))

@@ -171,7 +171,7 @@ def test_plain_transactions_are_taken_in_one_call(core: DmlCore, tmp_path: Path)
     assert native.feed_batch(batch, 0, begins=True) == 0  # the Relation: Python's
     relation = parse_copy_message(batch[0])
     assert isinstance(relation, XLogData)
-    assembler.feed(decoder.decode(bytes(relation.payload)), 0x10)
+    assembler.feed(decoder.decode(bytes(relation.payload)), relation.start_lsn)
     native.forget_tables()
     assert native.feed_batch(batch, 1, begins=True) == 2  # the Begin; its table is new
     message = parse_copy_message(batch[2])
