@@ -82,6 +82,16 @@ def chunk_key(conn: psycopg.Connection[Any], schema: str, table: str) -> ChunkKe
         f"{schema}.{table} ADD PRIMARY KEY (…)) and request the snapshot again")
 
 
+def _as_output_text(column: str) -> sql.Composed:
+    """``column`` as its type's output function writes it — what COPY and pgoutput send.
+    Not ``::text``: a cast to text has functions of its own for some types (boolean
+    ``true`` for ``t``, ``char(n)`` without its padding, ``inet`` with ``/32``).
+    ``format('%s')`` calls the output function, and turns NULL into '', hence the CASE."""
+    name = sql.Identifier(column)
+    return sql.SQL("CASE WHEN {} IS NULL THEN NULL ELSE format('%%s', {}) END").format(
+        name, name)
+
+
 def chunk_query(schema: str, table: str, columns: tuple[str, ...], key: ChunkKey,
                 after: tuple[str, ...] | None, where: str | None,
                 limit: int, row_filter: str | None = None) -> tuple[sql.Composed, list[Any]]:
@@ -105,12 +115,12 @@ def chunk_query(schema: str, table: str, columns: tuple[str, ...], key: ChunkKey
         conditions.append(sql.SQL("({})").format(sql.SQL(where.replace("%", "%%"))))
     filters = (sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)) if conditions \
         else sql.SQL("")
+    texts = sql.SQL(", ").join(_as_output_text(c) for c in columns)
     if not key.columns:  # WHOLE_TABLE: every row at once
         return sql.SQL("SELECT {} FROM {}{}").format(
-            sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
-            sql.Identifier(schema, table), filters), params
+            texts, sql.Identifier(schema, table), filters), params
     query = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
-        sql.SQL(", ").join(sql.SQL("{}::text").format(sql.Identifier(c)) for c in columns),
+        texts,
         sql.Identifier(schema, table), filters,  # qualified: not the text output columns
         sql.SQL(", ").join(sql.Identifier(table, c.name) for c in key.columns),
         sql.Literal(limit))
