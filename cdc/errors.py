@@ -68,6 +68,12 @@ class LogError(DistributaryError):
     """A problem in the event log."""
 
 
+class LogFencedError(LogError):
+    """Another replica of the capture took the log over (a newer producer with the same
+    identity): this one's batch was not written, and it writes nothing more until it
+    claims the log again."""
+
+
 class LogCorruptionError(LogError, TerminalError):
     """A record failed its checksum or framing check; never skipped silently."""
 

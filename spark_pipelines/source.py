@@ -107,6 +107,7 @@ class LogSource:
         raw = (spark.read.format("kafka")
                .option("kafka.bootstrap.servers", ",".join(self.bootstrap_servers))
                .option("subscribe", topic)
+               .option("kafka.isolation.level", "read_committed")  # the capture's commits
                .option("startingOffsets", "earliest")
                .option("endingOffsets", ending)
                .option("includeHeaders", "true")

@@ -11,10 +11,15 @@ from typing import Any
 
 def start_cdc_run(config: Path, stderr: Path) -> subprocess.Popen[bytes]:
     """``cdc run -c config`` with JSON logs appended to ``stderr``."""
+    return start_cdc("run", config, stderr)
+
+
+def start_cdc(command: str, config: Path, stderr: Path) -> subprocess.Popen[bytes]:
+    """``cdc <command> -c config`` with JSON logs appended to ``stderr``."""
     with stderr.open("ab") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "cdc.cli", "--log-format", "json", "run", "-c", str(config)],
-            stdout=subprocess.DEVNULL, stderr=err)
+            [sys.executable, "-m", "cdc.cli", "--log-format", "json", command, "-c",
+             str(config)], stdout=subprocess.DEVNULL, stderr=err)
 
 
 def stop_process(process: subprocess.Popen[Any], timeout_s: float = 60) -> None:

@@ -49,10 +49,11 @@ def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     protect_secrets(config)
     event_log = open_log(config.log)
     stop = stop_on_signals()
-    settings = CaptureSettings(recreate_lost_slot=recreate_lost_slot)
-    runner = Capture(config, event_log, settings)
+    settings = CaptureSettings(recreate_lost_slot=recreate_lost_slot,
+                               takeover_after_s=config.capture.takeover_after.total_seconds())
     observability = None
     try:
+        runner = Capture(config, event_log, settings)  # a file log refuses a second one
         observability = start_observability(config, capture=runner.stats)
         runner.run(stop)
     except DistributaryError as exc:

@@ -16,6 +16,7 @@ from .schema.topics import topic_findings
 from .source.privileges import privilege_findings
 from .source.publication import catalog_tables
 from .source.publication_checks import publication_filter_findings
+from .source.replicas import takeover_findings
 from .source.slot import FAILOVER_MIN_VERSION, read_slot, slot_failover, slot_two_phase
 from .source.standby_checks import standby_findings
 from .source.table_selection import TableSelection, quote_name
@@ -34,7 +35,7 @@ def diagnose(config: PipelineConfig) -> list[Finding]:
                 *publication_filter_findings(conn, config.source),
                 *_replica_identity(conn, config),
                 *_slot(conn, config), *failover_findings(conn, config),
-                *standby_findings(conn, config.source),
+                *standby_findings(conn, config.source), *takeover_findings(conn),
                 *ddl_trigger_findings(conn),
                 *topic_findings(conn, config), *kafka_limit_findings(config)]
 

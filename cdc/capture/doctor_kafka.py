@@ -23,18 +23,23 @@ def kafka_limit_findings(config: PipelineConfig) -> list[Finding]:
         from confluent_kafka import KafkaException
 
         from cdc.log.kafka import KafkaAdmin
+        from cdc.log.kafka.admin import Replication
         from cdc.log.kafka.settings import message_bytes
     except ImportError as exc:
         return [Finding("error", "kafka", str(exc), "pip install 'distributary[kafka]'")]
     setting = config.log.max_record_bytes
     needed = message_bytes(setting)
     admin = KafkaAdmin({"bootstrap.servers": ",".join(config.log.bootstrap_servers)},
-                       config.log.partitions, setting)
+                       config.log.partitions, setting,
+                       Replication(config.log.replication_factor,
+                                   config.log.min_insync_replicas))
     try:
         broker = admin.broker_limit()
         prefix = f"{config.topic_prefix}."
         topics = [t for t in admin.topics() if t.startswith(prefix)]
         limits = admin.topic_limits(topics)
+        factor, _ = admin.replication()
+        replicas = admin.replica_counts(topics)
     except (KafkaException, LogError) as exc:
         return [Finding("error", "kafka", f"cannot read the broker's settings: {exc}",
                         "check log.bootstrap_servers")]
@@ -62,4 +67,19 @@ def kafka_limit_findings(config: PipelineConfig) -> list[Finding]:
     elif topics:
         findings.append(Finding("ok", "kafka max.message.bytes",
                                 f"{len(topics)} topics take records of {setting} bytes"))
-    return findings
+    return findings + _replication_findings(replicas, factor)
+
+
+def _replication_findings(replicas: dict[str, int], factor: int) -> list[Finding]:
+    """Topics with fewer replicas than the pipeline's replication factor."""
+    few = sorted(t for t, count in replicas.items() if count < factor)
+    if not few:
+        return [Finding("ok", "kafka replication", f"{len(replicas)} topics have "
+                        f"{factor} replicas or more")]
+    shown = ", ".join(few[:SHOWN]) + (f" … and {len(few) - SHOWN} more"
+                                      if len(few) > SHOWN else "")
+    return [Finding("warn", "kafka replication",
+                    f"{len(few)} topics have fewer replicas than the replication factor "
+                    f"({factor}): {shown}; losing one broker may lose or stop them",
+                    "add replicas with kafka-reassign-partitions, or set "
+                    "log.replication_factor to what the cluster has")]

@@ -24,7 +24,7 @@ import psycopg
 
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
-from cdc.errors import SourceError
+from cdc.errors import LogFencedError, SourceError
 from cdc.log import Log
 
 from .fallbacks import FALLBACKS, DecodeFallbacks
@@ -39,6 +39,7 @@ from .source.checks import refuse_sql_ascii, source_address
 from .source.ddl_race import raced_ddl
 from .source.messages import incremental_refusal, require_outbox_messages
 from .source.publication import sync_publication
+from .source.replicas import Standby, Takeover
 from .source.slot import check_slot_health, slot_two_phase
 from .source.slot_start import SlotStart
 from .source.standby import nudge_primary, prepare_publication, source_role
@@ -73,6 +74,8 @@ class CaptureSettings:
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
     recreate_lost_slot: bool = False  # drop a lost slot, re-create it and re-snapshot
+    takeover_after_s: float = 6.0  # a silent replica's slot is taken over (``replicas``)
+    alive_every_s: float = 1.0  # a status update at least this often: the sign of life
     source_check_s: float = 10.0  # slot health and tables the patterns newly select
     new_tables_check_s: float = 10.0  # tables that joined the publication
 
@@ -87,10 +90,18 @@ class CaptureStats:
     sessions: int = 0
     skipped_on_resume: int = 0
     streaming: bool = False  # a replication session is streaming (read by /healthz)
+    standby: bool = False  # another replica streams the slot; this one waits to take over
+    takeovers: int = 0  # sessions that began after waiting for another replica
+    takeover_seconds: list[float] = field(default_factory=list)  # each, from its last life
     received_lsn: int = 0  # the server's WAL end as of the last change message
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction appended
     events_by_topic: Counter[str] = field(default_factory=Counter)  # streamed, per topic
     decode_fallbacks: DecodeFallbacks = field(default_factory=lambda: FALLBACKS)  # as text
+
+
+def writer_id(config: PipelineConfig) -> str:
+    """The capture's identity on the log, the same for every replica of the pipeline."""
+    return f"distributary.capture.{config.topic_prefix}.{config.source.slot}"
 
 
 class Capture:
@@ -102,7 +113,7 @@ class Capture:
         self.log = event_log
         self.settings = settings or CaptureSettings()
         self.stats = CaptureStats()
-        self.producer = event_log.producer()
+        self.producer = event_log.producer(writer_id(config))
         self._next_block_check = 0.0
         self.snapshot_only_done = False
         self._blocked = False
@@ -114,6 +125,9 @@ class Capture:
         self._resnapshot = False
         self._stop_when_snapshots_done = False  # initial_only, incremental snapshots left
         self._slot_prepared = False  # the slot's initial snapshot is settled in this process
+        self._standby = Standby(config.source.slot, self.settings.takeover_after_s)
+        self._takeover: Takeover | None = None  # the wait before the current session
+        self._next_alive = 0.0  # when the next status update is due as a sign of life
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
@@ -122,6 +136,10 @@ class Capture:
             started = time.monotonic()
             try:
                 self._session(stop)
+            except LogFencedError as exc:
+                log.warning("%s: another replica streams now; this one stands by",
+                            exc, extra={"slot": self.config.source.slot})
+                delay = self.settings.backoff_initial_s
             except psycopg.Error as exc:
                 if not (isinstance(exc, psycopg.OperationalError) or raced_ddl(exc)):
                     raise
@@ -155,6 +173,12 @@ class Capture:
             role = source_role(conn, source)
             prepare_publication(conn, role, source)
             check_published_topics(conn, source.publication, self.config.topic_names)
+            self.stats.standby = True
+            self._takeover = self._standby.wait(conn, stop)
+            if self._takeover is None:
+                return  # stopped while standing by
+            self.stats.standby = False
+            self.producer.claim()  # from now on, nothing a replica before wrote can land
             with nudge_primary(role):  # a slot created on a standby waits for the primary
                 self._prepare_slot(conn, dsn)
         if self.snapshot_only_done:
@@ -187,6 +211,7 @@ class Capture:
                        two_phase=slot_two_phase(catalog_conn, source.slot))
             decoder = PgOutputDecoder(repl.proto_version)
             self.stats.streaming = True
+            self._took_over()
             self._stream(stop, repl, decoder, assembler, resume, catalog_conn, write_conn)
         finally:
             self.stats.streaming = False
@@ -198,6 +223,17 @@ class Capture:
             catalog_conn.close()
             if write_conn is not None and write_conn is not catalog_conn:
                 write_conn.close()
+
+    def _took_over(self) -> None:
+        """Count a session that began after another replica held the slot."""
+        takeover, self._takeover = self._takeover, None
+        if takeover is not None and takeover.waited:
+            seconds = takeover.seconds()
+            self.stats.takeovers += 1
+            self.stats.takeover_seconds.append(seconds)
+            log.warning("took over slot %s: streaming %.1f s after the previous capture's "
+                        "last sign of life", self.config.source.slot, seconds,
+                        extra={"slot": self.config.source.slot})
 
     def _prepare_slot(self, conn: psycopg.Connection[Any], dsn: str) -> None:
         """Create or check the slot; take (or finish) the initial snapshot the mode asks
@@ -314,10 +350,14 @@ class Capture:
                      force: bool = False) -> None:
         if lsn > self.stats.acked_lsn and self._held_back():
             lsn = self.stats.acked_lsn
-        if lsn > self.stats.acked_lsn or force:
+        now = time.monotonic()
+        if lsn > self.stats.acked_lsn or force or now >= self._next_alive:
             self.stats.acked_lsn = max(self.stats.acked_lsn, lsn)
             repl.send_status(write=self.stats.acked_lsn, flush=self.stats.acked_lsn,
                              reply=reply)
+            # at least every alive_every_s, even while nothing new is durable: standby
+            # replicas take a silent one for stalled (``replicas``)
+            self._next_alive = now + self.settings.alive_every_s
 
 
 @dataclass(slots=True)

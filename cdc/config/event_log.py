@@ -82,6 +82,15 @@ class LogConfig(ConfigModel):
         description="largest record (one row's event) the capture may write, e.g. 16MiB; "
         "kafka backend: topics are created and producers set to take it")
     compaction: CompactionConfig | None = Field(default=None, description="null: no compaction")
+    replication_factor: int | None = Field(
+        default=None, ge=1, le=32, description="kafka backend: replicas of every topic the "
+        "pipeline creates (history topics included); null: 3 on a cluster of 3 brokers or "
+        "more, else every broker")
+    min_insync_replicas: int | None = Field(
+        default=None, ge=1, le=32, description="kafka backend: replicas that must hold a "
+        "record before the capture's write counts as durable (min.insync.replicas of its "
+        "topics; with fewer in sync the capture acknowledges nothing and waits); null: 2 "
+        "where replication_factor is 3 or more, else 1")
 
     @model_validator(mode="after")
     def _backend_settings(self) -> LogConfig:
@@ -104,6 +113,10 @@ class LogConfig(ConfigModel):
                              f"({self.segment_bytes} bytes): retention keeps whole segments, so "
                              "it could never hold to this; raise it or lower segment_bytes",
                              size))
+        factor, in_sync = self.replication_factor, self.min_insync_replicas
+        if factor is not None and in_sync is not None and in_sync > factor:
+            problems.append((("min_insync_replicas",), f"larger than replication_factor "
+                             f"({factor}): no write could ever succeed; lower it", in_sync))
         if problems:
             raise_field_problems("LogConfig", problems)
         return self

@@ -105,6 +105,26 @@ class MetricsConfig(ConfigModel):
         "the slot's retained WAL are taken")
 
 
+class CaptureConfig(ConfigModel):
+    """The capture process; the same pipeline file may run as several replicas (Kafka
+    log): one streams, the others stand by and take over."""
+
+    takeover_after: Duration = Field(
+        default=timedelta(seconds=6), description="a standby replica takes the slot over "
+        "once the streaming one has sent PostgreSQL no status for this long (stalled, "
+        "partitioned or its host gone), terminating its walsender rather than waiting for "
+        "wal_sender_timeout; the streaming one reports every second, and the standby streams "
+        "a second or two after it takes over")
+
+    @field_validator("takeover_after")
+    @classmethod
+    def _above_reports(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=3):
+            raise ValueError(f"{value.total_seconds():g}s is too short: the streaming "
+                             "replica reports every second; use at least 3s")
+        return value
+
+
 DEAD_LETTER_INFIX = "dlq"
 
 
@@ -124,6 +144,7 @@ class PipelineConfig(ConfigModel):
     metrics: MetricsConfig | None = Field(default=None, description="null: no metrics endpoint")
     reconcile: ReconcileSection = Field(
         default=None, description="null: cdc run does not reconcile (cdc reconcile still does)")
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
 
     @field_validator("connectors")
     @classmethod

@@ -26,6 +26,11 @@ class Producer(Protocol):
     def last_positions(self, topic: str) -> dict[int, Position]:
         """The source position of the last durable record of each partition of ``topic``."""
 
+    def claim(self) -> None:
+        """Become the log's only writer before appending (a capture that takes over): a
+        producer with the same identity written before is fenced, its unfinished batch
+        discarded. The file log's producer is the only writer from its creation on."""
+
     def close(self) -> None:
         """Release the producer (flushing anything pending)."""
 
@@ -75,8 +80,10 @@ class Admin(Protocol):
 class Log(Protocol):
     """A log backend: hands out producers, consumers and an admin."""
 
-    def producer(self) -> Producer:
-        """The producer (one per log: the capture)."""
+    def producer(self, writer_id: str | None = None) -> Producer:
+        """The producer (one per log: the capture's). ``writer_id``: the capture's
+        identity, the same for every replica of one pipeline; on Kafka its transactional
+        id, so that ``Producer.claim`` fences an earlier producer with it."""
 
     def topic_producer(self, topic: str) -> Producer:
         """A producer of ``topic`` alone, usable beside ``producer()`` from any process

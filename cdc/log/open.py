@@ -41,9 +41,12 @@ def open_log(config: LogConfig) -> Log:
         return FileLog(config.path, file_settings(config))
     check_backend(config)
     from .kafka import KafkaLog
+    from .kafka.admin import Replication
 
     return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
-                    max_record_bytes=config.max_record_bytes)
+                    max_record_bytes=config.max_record_bytes,
+                    replication=Replication(config.replication_factor,
+                                            config.min_insync_replicas))
 
 
 def check_backend(config: LogConfig) -> None:

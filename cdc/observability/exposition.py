@@ -2,6 +2,11 @@
 
     distributary_capture_events_total{topic}      events the stream appended, per topic
     distributary_capture_streaming                1 while a replication session streams
+    distributary_capture_active                   1 while this replica streams the slot
+                                                  (0: a standby, or starting)
+    distributary_capture_takeovers_total          sessions begun after another replica's
+    distributary_capture_takeover_seconds         histogram: from the previous replica's
+                                                  last sign of life until streaming
     distributary_capture_acknowledged_lsn         flush position acknowledged (bytes)
     distributary_capture_server_wal_lsn           the server's current WAL position (bytes)
     distributary_capture_lag_bytes                server WAL position - acknowledged position
@@ -20,13 +25,29 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from .health import PartHealth
 from .probes import CaptureProbe, ConnectorsProbe
 
 P = "distributary_"
+TAKEOVER_BUCKETS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0)
+
+
+def _takeovers(seconds: tuple[float, ...]) -> Iterable[Metric]:
+    yield CounterMetricFamily(f"{P}capture_takeovers", "Sessions this replica began after "
+                              "another one held the slot.", value=float(len(seconds)))
+    buckets = [(f"{bound:g}", float(sum(1 for s in seconds if s <= bound)))
+               for bound in TAKEOVER_BUCKETS] + [("+Inf", float(len(seconds)))]
+    yield HistogramMetricFamily(
+        f"{P}capture_takeover_seconds", "From the previous replica's last sign of life "
+        "until this one streamed.", buckets=buckets, sum_value=sum(seconds))
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -77,6 +98,9 @@ class StatusCollector(Collector):
         yield fallbacks
         yield _gauge("capture_streaming", "1 while a replication session streams.",
                      1.0 if reading.streaming else 0.0)
+        yield _gauge("capture_active", "1 while this replica streams the slot (0: a "
+                     "standby, or starting).", 1.0 if reading.streaming else 0.0)
+        yield from _takeovers(reading.takeover_seconds)
         yield _gauge("capture_acknowledged_lsn",
                      "The flush position acknowledged to PostgreSQL, as a byte position.",
                      float(reading.acked_lsn))

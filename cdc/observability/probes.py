@@ -30,6 +30,7 @@ class CaptureReading:
     lag_seconds: float | None
     retained_bytes: int | None
     decode_fallbacks: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, column)
+    takeover_seconds: tuple[float, ...] = ()  # each takeover, from the last holder's life
 
 
 def lag_bytes(current_lsn: int | None, acked_lsn: int, confirmed_lsn: int | None) -> int | None:
@@ -87,12 +88,15 @@ class CaptureProbe:
                                 None if positions is None else positions.confirmed_lsn),
             lag_seconds=lag_seconds(stats, now_unix_s),
             retained_bytes=None if positions is None else positions.retained_bytes,
-            decode_fallbacks=stats.decode_fallbacks.snapshot())
+            decode_fallbacks=stats.decode_fallbacks.snapshot(),
+            takeover_seconds=tuple(stats.takeover_seconds))
 
     def health(self) -> PartHealth:
         """``streaming`` when ready; otherwise why not."""
         if not self._alive():
             return PartHealth("capture", "stopped", "the capture stopped (see the log)")
+        if self._stats.standby:  # ready: standing by is what a replica should do
+            return PartHealth("capture", "standby")
         if not self._stats.streaming:
             return PartHealth("capture", "starting", "not streaming yet (connecting, taking "
                               "the initial snapshot, or reconnecting)")

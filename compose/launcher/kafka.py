@@ -1,4 +1,5 @@
-"""A single-node Kafka (KRaft, combined broker and controller) from Maven Central jars.
+"""A single-node Kafka (KRaft, combined broker and controller) from Maven Central jars,
+and a cluster of several such nodes (``KafkaCluster``).
 
 ``org.apache.kafka:kafka_2.13`` 4.3.1 runs on JDK 17 and logs through SLF4J to Log4j 2
 (``compose/jars/kafka.xml``). The storage is formatted with ``kafka.tools.StorageTool``
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import signal
 import uuid
 from typing import Any
 
@@ -115,3 +117,110 @@ def _random_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+
+
+class KafkaCluster(LocalServer):
+    """``nodes`` KRaft Kafka nodes (each a broker and a controller voter) on free
+    loopback ports, internal topics replicated to three with two in sync (fewer on a
+    smaller cluster); ``stop_node``/``start_node`` take one node down and back."""
+
+    name = "kafka-cluster"
+
+    def __init__(self, nodes: int = 3, *, heap: str = "384m",
+                 start_timeout: float = 180.0) -> None:
+        super().__init__()
+        self.ports = [(free_port(), free_port()) for _ in range(nodes)]
+        self.bootstrap_servers = ",".join(f"{LOOPBACK}:{port}" for port, _ in self.ports)
+        self._heap = heap
+        self._start_timeout = start_timeout
+        self._nodes: dict[int, Any] = {}  # node id → its process
+        self._jvm: list[str] = []
+
+    def _start(self) -> None:
+        jars = resolve_jars("kafka")
+        log4j2 = self.workdir / "log4j2.properties"
+        log4j2.write_text(_LOG4J2)
+        self._jvm = [jdk_tool("java"), "-Xms128m", f"-Xmx{self._heap}",
+                     "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j2}",
+                     f"-Djava.io.tmpdir={self.workdir}", "-cp", os.pathsep.join(map(str, jars))]
+        cluster_id = _random_cluster_id()
+        for node in self.node_ids:
+            properties = self._properties_path(node)
+            properties.parent.mkdir(parents=True, exist_ok=True)
+            properties.write_text(self._server_properties(node))
+            run_checked([*self._jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
+                         "-t", cluster_id, "-c", str(properties)],
+                        what=f"kafka node {node} storage format")
+        for node in self.node_ids:
+            self._nodes[node] = self._spawn([*self._jvm, "kafka.Kafka",
+                                             str(self._properties_path(node))])
+        wait_until(lambda: self._brokers() == set(self.node_ids), timeout=self._start_timeout,
+                   what=f"kafka cluster on {self.bootstrap_servers}", alive=self._alive,
+                   interval=0.5)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, len(self.ports) + 1))
+
+    def stop_node(self, node: int) -> None:
+        """Kill node ``node`` (SIGKILL: a broker lost, not shut down)."""
+        process = self._nodes.pop(node)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def start_node(self, node: int) -> None:
+        """Start node ``node`` again and wait until the cluster lists it."""
+        self._nodes[node] = self._spawn([*self._jvm, "kafka.Kafka",
+                                         str(self._properties_path(node))])
+        port = self.ports[node - 1][0]
+        wait_until(lambda: port_open(port) and node in self._brokers(),
+                   timeout=self._start_timeout, what=f"kafka node {node}", interval=0.5)
+
+    def _properties_path(self, node: int) -> Any:
+        return self.workdir / f"node{node}" / "server.properties"
+
+    def _server_properties(self, node: int) -> str:
+        port, controller_port = self.ports[node - 1]
+        voters = ",".join(f"{n}@{LOOPBACK}:{c}" for n, (_, c) in zip(self.node_ids,
+                                                                       self.ports, strict=True))
+        replicas = min(3, len(self.ports))
+        in_sync = 2 if replicas >= 3 else 1
+        settings: dict[str, object] = {
+            "process.roles": "broker,controller",
+            "node.id": node,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:"
+                         f"{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": self.workdir / f"node{node}" / "data",
+            "num.partitions": 1,
+            "auto.create.topics.enable": "false",
+            "offsets.topic.replication.factor": replicas,
+            "offsets.topic.num.partitions": 1,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": in_sync,
+            "transaction.state.log.num.partitions": 1,
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": in_sync,
+            "group.initial.rebalance.delay.ms": 0,
+            "replica.lag.time.max.ms": 5000,
+            "broker.session.timeout.ms": 6000,
+            "broker.heartbeat.interval.ms": 1000,
+        }
+        return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+    def _brokers(self) -> set[int]:
+        """The node ids a metadata request lists as brokers now."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin: Any = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+                                  "socket.connection.setup.timeout.ms": 2000,
+                                  "log_level": 0})  # a node down is expected here
+        with contextlib.suppress(KafkaException):
+            return set(admin.list_topics(timeout=2).brokers)
+        return set()

@@ -263,6 +263,8 @@ class StreamLoop:
             if not assembler.ready and assembler.ack_lsn > self.stats.acked_lsn:
                 self.committer.acknowledge(assembler.ack_lsn)
             self.committer.acknowledge(self.stats.acked_lsn, force=True)
+        else:  # a status update when one is due as a sign of life (``replicas``)
+            self.committer.acknowledge(self.stats.acked_lsn)
         incremental = self.incremental
         if incremental is not None:
             incremental.tick()  # the next chunk of an incremental snapshot

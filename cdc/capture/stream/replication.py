@@ -9,7 +9,9 @@ keepalive messages in, standby status updates out), with the socket in non-block
 from __future__ import annotations
 
 import logging
+import os
 import selectors
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -75,11 +77,19 @@ def now_pg_micros() -> int:
     return time.time_ns() // 1000 - _PG_EPOCH_UNIX_US
 
 
+def replica_name() -> str:
+    """``distributary <host> <pid>``: the walsender's ``application_name`` (unless the DSN
+    sets one), so ``pg_stat_replication`` shows which replica holds the slot."""
+    return f"distributary {socket.gethostname()} {os.getpid()}"[:63]
+
+
 class ReplicationConnection:
     """A ``replication=database`` connection that can stream one logical slot."""
 
     def __init__(self, dsn: str) -> None:
-        self._pgconn = pq.PGconn.connect(pinned_conninfo(dsn, replication="database").encode())
+        self._pgconn = pq.PGconn.connect(pinned_conninfo(
+            dsn, replication="database",
+            fallback_application_name=replica_name()).encode())
         if self._pgconn.status != pq.ConnStatus.OK:
             message = self._pgconn.get_error_message()
             self._pgconn.finish()

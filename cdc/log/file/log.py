@@ -66,8 +66,9 @@ class FileLog:
     def default_partitions(self) -> int:
         return self.settings.default_partitions
 
-    def producer(self) -> FileProducer:
-        """This handle's producer (created on first call; holds the writer lock)."""
+    def producer(self, writer_id: str | None = None) -> FileProducer:
+        """This handle's producer (created on first call; holds the writer lock, which
+        keeps any other out: ``writer_id`` is not needed)."""
         if self._producer is None:
             self._producer = FileProducer(self)
         return self._producer

@@ -79,8 +79,10 @@ class FileProducer:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._lock_fd)
-            raise LogError(f"another process is writing to the log at {log.root}; "
-                           "stop it first (one capture per log)") from None
+            raise LogError(f"another capture is writing to the log at {log.root}: the file "
+                           "log takes one capture on one host; replicas that take over "
+                           "from each other need the Kafka backend (log.backend: kafka)"
+                           ) from None
         if migrate_case_dirs(log.root):
             fsync_dir(log.root)
             ring(log.root, TOPICS_BELL)
@@ -343,6 +345,9 @@ class FileProducer:
         return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
                                    retention_bytes=settings.retention_bytes)
                    for w in chosen)
+
+    def claim(self) -> None:
+        """Nothing to do: the writer lock taken at creation keeps any other producer out."""
 
     def close(self) -> None:
         """Close every partition file and release the writer lock."""

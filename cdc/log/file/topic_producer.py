@@ -108,6 +108,9 @@ class FileTopicProducer:
             found[partition] = last.position if last is not None else Position(0, 0)
         return found
 
+    def claim(self) -> None:
+        """Nothing to do: one topic's producer never competes with a capture."""
+
     def close(self) -> None:
         """Close the partition files."""
         for writer in self._writers.values():

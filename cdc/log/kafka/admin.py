@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
@@ -37,16 +38,49 @@ def _batches(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start:start + TOPICS_PER_CALL]
 
 
+@dataclass(frozen=True, slots=True)
+class Replication:
+    """``log.replication_factor`` and ``log.min_insync_replicas`` (None: from the
+    cluster's size, see ``resolve``)."""
+
+    factor: int | None = None
+    min_insync: int | None = None
+
+    def resolve(self, brokers: int) -> tuple[int, int]:
+        """The factor and in-sync minimum for a cluster of ``brokers``: 3 and 2 on 3 or
+        more, else every broker and 1 (a write then needs only the leader)."""
+        factor = self.factor or max(1, min(3, brokers))
+        return factor, self.min_insync or (2 if factor >= 3 else 1)
+
+
 class KafkaAdmin:
     """Topics, partitions, offsets and lag on a Kafka cluster."""
 
     def __init__(self, config: dict[str, Any], default_partitions: int,
-                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> None:
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+                 replication: Replication | None = None) -> None:
         self._config = config
         self._client = AdminClient(config)
         self._default_partitions = default_partitions
         self.max_record_bytes = max_record_bytes
         self._counts: dict[str, int] = {}
+        self._replication = replication or Replication()
+        self._resolved: tuple[int, int] | None = None
+
+    def replication(self) -> tuple[int, int]:
+        """The replication factor and min.insync.replicas of topics this log creates."""
+        if self._resolved is None:
+            try:
+                brokers = len(self._client.list_topics(timeout=TIMEOUT_S).brokers)
+            except KafkaException as exc:
+                raise LogError(f"cannot read the Kafka cluster's brokers: {exc}") from exc
+            self._resolved = self._replication.resolve(brokers)
+        return self._resolved
+
+    def _new_topic(self, topic: str, partitions: int, config: dict[str, str]) -> NewTopic:
+        factor, in_sync = self.replication()
+        return NewTopic(topic, partitions, factor,
+                        config={**config, "min.insync.replicas": str(in_sync)})
 
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         """Create ``topic`` unless it exists."""
@@ -64,8 +98,8 @@ class KafkaAdmin:
         missing = [t for t in wanted if t not in existing]
         for batch in _batches(missing):
             futures = self._client.create_topics(
-                [NewTopic(t, count, -1, config=topic_config(self.max_record_bytes,
-                                                            history=keeps_history(t)))
+                [self._new_topic(t, count, topic_config(self.max_record_bytes,
+                                                        history=keeps_history(t)))
                  for t in batch], request_timeout=TIMEOUT_S)
             for topic, future in futures.items():
                 try:
@@ -107,6 +141,16 @@ class KafkaAdmin:
             if meta is not None and meta.error is None and meta.partitions:
                 found[topic] = len(meta.partitions)
         return found
+
+    def replica_counts(self, topics: Sequence[str]) -> dict[str, int]:
+        """The fewest replicas any partition of each of ``topics`` has."""
+        try:
+            metadata = self._client.list_topics(timeout=TIMEOUT_S)
+        except KafkaException as exc:
+            raise LogError(f"cannot list Kafka topics: {exc}") from exc
+        return {topic: min(len(p.replicas) for p in meta.partitions.values())
+                for topic in topics if (meta := metadata.topics.get(topic)) is not None
+                and meta.partitions}
 
     def topic_limits(self, topics: Sequence[str]) -> dict[str, int]:
         """``max.message.bytes`` of each of ``topics`` (one describe request per batch)."""
@@ -247,7 +291,7 @@ class KafkaAdmin:
         existing = self._existing_counts([topic])
         if topic not in existing:
             future = self._client.create_topics(
-                [NewTopic(topic, 1, -1, config={"cleanup.policy": "compact"})],
+                [self._new_topic(topic, 1, {"cleanup.policy": "compact"})],
                 request_timeout=TIMEOUT_S)[topic]
             try:
                 future.result(TIMEOUT_S)

@@ -30,7 +30,14 @@ TIMEOUT_S = 30.0
 
 
 class KafkaConsumer:
-    """A member of a Kafka consumer group; auto-commit is off, ``commit`` is explicit."""
+    """A member of a Kafka consumer group; auto-commit is off, ``commit`` is explicit.
+
+    The capture writes in transactions, so a partition holds transaction markers (and a
+    fenced capture's aborted records) that ``poll`` never returns. So that a consumer
+    that has everything commits the partition's end offset (lag 0, as ``cdc reconcile``
+    and the lag metrics expect), a commit that covers everything polled of a partition
+    commits the consumer's position, which is past them; an idle poll does the same.
+    """
 
     def __init__(self, config: dict[str, Any], group: str, *, topics: Sequence[str] = (),
                  pattern: str | None = None, start: StartAt | None = None,
@@ -51,6 +58,7 @@ class KafkaConsumer:
         self.group = group
         self._positioned: set[TopicPartition] = set()
         self._delivered: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}  # what this member committed
         self._resume: dict[TopicPartition, int] = {}  # revoked: where this member was
         self._next_drop_check = 0.0
         self.dropped = 0
@@ -93,6 +101,7 @@ class KafkaConsumer:
         for tp in partitions:
             key = TopicPartition(tp.topic, tp.partition)
             delivered = self._delivered.pop(key, None)
+            self._committed.pop(key, None)
             if delivered is not None:
                 self._resume[key] = delivered
 
@@ -157,7 +166,22 @@ class KafkaConsumer:
             out.append(message)
             self._delivered[TopicPartition(message.topic, message.partition)] = (
                 message.offset + 1)
+        if not out:
+            self._commit_skipped()
         return out
+
+    def _commit_skipped(self) -> None:
+        """Partitions whose every polled record is committed, and whose position moved past
+        records ``poll`` does not return (markers, aborted ones): commit the position."""
+        skipped = {tp: position for tp, delivered in self._delivered.items()
+                   if self._committed.get(tp) == delivered
+                   and (position := self._position(tp)) > delivered}
+        if skipped:
+            self.commit(skipped)
+
+    def _position(self, tp: TopicPartition) -> int:
+        found = self._consumer.position([KafkaTopicPartition(tp.topic, tp.partition)])
+        return int(found[0].offset)
 
     def _drop_excess(self) -> None:
         self._next_drop_check = time.monotonic() + DROP_CHECK_EVERY_S
@@ -172,11 +196,23 @@ class KafkaConsumer:
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         """Synchronously commit next offsets (default: just after what ``poll`` returned)."""
-        pending = dict(self._delivered if offsets is None else offsets)
+        pending = {tp: self._past_markers(tp, offset) for tp, offset
+                   in (self._delivered if offsets is None else offsets).items()}
         if pending:
             self._consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, off)
                                            for tp, off in pending.items()],
                                   asynchronous=False)
+            self._committed.update(pending)
+            for tp, offset in pending.items():
+                if self._delivered.get(tp, offset) < offset:
+                    self._delivered[tp] = offset
+
+    def _past_markers(self, tp: TopicPartition, offset: int) -> int:
+        """``offset``, or the position past it when it covers everything polled of ``tp``
+        (see the class docstring)."""
+        if self._delivered.get(tp) != offset:
+            return offset
+        return max(offset, self._position(tp))
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this member reads now."""

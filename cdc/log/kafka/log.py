@@ -7,7 +7,7 @@ from typing import Any
 
 from ..limits import DEFAULT_MAX_RECORD_BYTES
 from ..records import Backpressure, BackpressurePolicy, Message, StartAt
-from .admin import KafkaAdmin
+from .admin import KafkaAdmin, Replication
 from .consumer import KafkaConsumer
 from .policies import GroupPolicies
 from .producer import KafkaProducer
@@ -26,18 +26,22 @@ class KafkaLog:
 
     def __init__(self, bootstrap_servers: Sequence[str], *, default_partitions: int = 3,
                  client_config: dict[str, Any] | None = None,
-                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> None:
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+                 replication: Replication | None = None) -> None:
         self._config: dict[str, Any] = {"bootstrap.servers": ",".join(bootstrap_servers),
                                         **(client_config or {})}
-        self._admin = KafkaAdmin(self._config, default_partitions, max_record_bytes)
+        self._admin = KafkaAdmin(self._config, default_partitions, max_record_bytes,
+                                 replication)
         self._fetch_config = consumer_config(max_record_bytes)
         self._producer: KafkaProducer | None = None
         self._policies = GroupPolicies(self._config, self._admin)
 
-    def producer(self) -> KafkaProducer:
-        """The producer (created on first call)."""
+    def producer(self, writer_id: str | None = None) -> KafkaProducer:
+        """The producer (created on first call): transactional with ``writer_id`` (the
+        capture's), so that ``claim`` fences an earlier one with the same id."""
         if self._producer is None:
-            self._producer = KafkaProducer(self._config, self._admin)
+            self._producer = KafkaProducer(self._config, self._admin,
+                                           transactional_id=writer_id)
         return self._producer
 
     def topic_producer(self, topic: str) -> KafkaProducer:

@@ -23,6 +23,9 @@ class PositionsLog:
         self.asked.append(topic)
         return self.positions.get(topic, {})
 
+    def claim(self) -> None:
+        raise AssertionError("the filter never claims the log")
+
     def close(self) -> None:
         pass
 

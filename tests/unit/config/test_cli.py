@@ -109,7 +109,7 @@ def test_config_schema_is_json_with_the_sections() -> None:
     schema = json.loads(result.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert list(schema["properties"]) == ["source", "log", "connectors", "spark", "metrics",
-                                          "reconcile"]
+                                          "reconcile", "capture"]
     assert schema["required"] == ["source", "log"]
     assert schema["additionalProperties"] is False
     assert result.stdout.startswith('{\n  "$schema"')  # indent 2

@@ -161,13 +161,13 @@ def test_yaml_duplicate_key(load_problems: LoadProblems) -> None:
 def test_empty_file(load_problems: LoadProblems, text: str) -> None:
     assert load_problems(text) == [
         "the file is empty; expected a mapping with the sections "
-        "source, log, connectors, spark, metrics, reconcile"]
+        "source, log, connectors, spark, metrics, reconcile, capture"]
 
 
 def test_top_level_must_be_a_mapping(load_problems: LoadProblems) -> None:
     assert load_problems("- source\n- log\n") == [
         "expected a mapping with the sections source, log, connectors, spark, metrics, "
-        "reconcile at the top, got a list"]
+        "reconcile, capture at the top, got a list"]
 
 
 def test_missing_file(tmp_path: Path) -> None:

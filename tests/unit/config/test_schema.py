@@ -11,7 +11,7 @@ def test_top_level_sections() -> None:
     schema = config_json_schema()
     assert schema["type"] == "object"
     assert set(schema["properties"]) == {"source", "log", "connectors", "spark", "metrics",
-                                          "reconcile"}
+                                          "reconcile", "capture"}
 
 
 def test_sink_configs_are_tied_to_the_connector_type() -> None:
