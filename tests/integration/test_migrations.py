@@ -1,7 +1,8 @@
 """Migrations reach derived systems: after an ``ALTER TABLE`` that changes rows without
-writing them, ``cdc run`` reads the table again, so the index and the cache (JSON and
-hashes) equal the table — ``cdc reconcile`` clean — and a dropped column's values are
-gone from every document, value and hash, on the file log and on Kafka.
+writing them, ``cdc run`` reads the table again, so the log folds to the table and the
+index and the cache (JSON and hashes) equal it — ``cdc reconcile`` clean — and a dropped
+column's values are gone from every document, value and hash, on the file log and on
+Kafka.
 
 Each table holds ``ROWS`` rows written before its migration; a few are updated after
 it (which brings the new Relation message); the others change only through the re-read.
@@ -24,6 +25,8 @@ import redis
 from opensearchpy import OpenSearch
 from psycopg import sql
 
+from cdc.config import load_config
+from cdc.log.open import open_log
 from tests.processes import start_cdc_run, stop_process
 
 ROWS = 200
@@ -123,6 +126,40 @@ def wait_until(check: Any, what: str, process: subprocess.Popen[bytes], stderr: 
         time.sleep(0.5)
 
 
+def folded(config: Path, table: str) -> dict[int, dict[str, Any]]:
+    """The table's topic folded to the newest event per key (deletes and truncates
+    remove): what a replay of the log holds, timestamps as present/absent."""
+    pipeline = load_config(config)
+    event_log = open_log(pipeline.log)
+    try:
+        messages = sorted(event_log.read_to_end(pipeline.topic_for("public", table)),
+                          key=lambda m: m.position)
+    finally:
+        event_log.close()
+    rows: dict[int, dict[str, Any]] = {}
+    for message in messages:
+        event = orjson.loads(message.value)
+        if event["op"] == "t":
+            rows.clear()
+        elif event["op"] == "d":
+            rows.pop(event["key"]["id"], None)
+        else:
+            rows[event["key"]["id"]] = _comparable(event["after"])
+    return rows
+
+
+def table_rows(conn: psycopg.Connection[Any], table: str) -> dict[int, dict[str, Any]]:
+    """The table as the log should fold to (``folded``'s shape)."""
+    found = conn.execute(sql.SQL("SELECT row_to_json(t) FROM {} t")
+                         .format(sql.Identifier(table))).fetchall()
+    return {row[0]["id"]: _comparable(row[0]) for row in found}
+
+
+def _comparable(values: dict[str, Any]) -> dict[str, Any]:
+    return {key: (value is not None) if key == "created" else value
+            for key, value in values.items()}
+
+
 def redis_count(cache: redis.Redis, pattern: str) -> int:
     return sum(1 for _ in cache.scan_iter(match=pattern, count=1000))
 
@@ -181,6 +218,9 @@ def test_every_migration_reaches_the_index_and_the_cache(
         value: Any = cache.get(f"{name}:json:retyped:150")
         assert orjson.loads(value)["v"] == "300", "the USING expression's value"
         assert cache.hget(f"{name}:hash:volatile_default:150", "created") is not None
+        with psycopg.connect(fresh_database, autocommit=True) as conn:
+            for table in TABLES:
+                assert folded(config, table) == table_rows(conn, table), table
     finally:
         stop_process(process)
     log_text = stderr.read_text()
