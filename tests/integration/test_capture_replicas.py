@@ -3,8 +3,10 @@ pipeline, one streams and the other stands by. The streaming one is stalled (SIG
 the standby terminates its silent walsender and streams within
 ``capture.takeover_after``; woken up, the stalled one writes nothing (its producer is
 fenced) and stands by. Then the new one is killed (SIGKILL) and the first takes over
-again; then a broker is killed and started again. The log ends with every committed row
-exactly once, positions unique; a second capture on a file log refuses in one line.
+again; then a broker is killed and started again (the capture goes on), then two (the
+capture acknowledges nothing to PostgreSQL until they are back). The log ends with
+every committed row exactly once, positions unique; a second capture on a file log
+refuses in one line.
 """
 
 from __future__ import annotations
@@ -127,6 +129,17 @@ def test_a_standby_takes_over_a_stalled_and_a_killed_capture_exactly_once(
         kafka_cluster.stop_node(3)  # a broker lost under load: two replicas stay in sync
         wait_for(lambda: len(writer.committed) > 800, "no writes")
         kafka_cluster.start_node(3)
+        wait_for(lambda: logged_count(config) >= 800, "the capture did not go on")
+        kafka_cluster.stop_node(2)  # two lost: no write can reach its in-sync replicas
+        kafka_cluster.stop_node(3)
+        lost_at = wal_position(fresh_database)
+        written = len(writer.committed)
+        wait_for(lambda: len(writer.committed) > written + 300, "no writes")
+        time.sleep(2)
+        assert confirmed_flush(fresh_database, config) <= lost_at, \
+            "acknowledged to PostgreSQL what Kafka could not hold"
+        kafka_cluster.start_node(2)
+        kafka_cluster.start_node(3)
     expected = sorted(writer.committed)
     wait_for(lambda: len(logged_rows(config)) >= len(expected),
              "the log never held every committed row")
@@ -144,6 +157,26 @@ def slot_streamed(dsn: str, config: Path) -> bool:
                            "WHERE s.slot_name = %s AND r.state = 'streaming'",
                            (slot,)).fetchone()
     return row is not None and row[0] == 1
+
+
+def wal_position(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def confirmed_flush(dsn: str, config: Path) -> int:
+    slot = load_config(config).source.slot
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT confirmed_flush_lsn - '0/0'::pg_lsn FROM "
+                           "pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def logged_count(config: Path) -> int:
+    return len(logged_rows(config))
 
 
 def logged_rows(config: Path) -> dict[tuple[int, int], bytes]:
