@@ -73,18 +73,22 @@ def said(stderr: Path, text: str) -> int:
     return stderr.read_text(errors="replace").count(text)
 
 
+def source_yaml(dsn: str, name: str) -> str:
+    return f"""
+source:
+  dsn: {dsn}
+  slot: {name}
+  publication: {name}
+"""
+
+
 @pytest.fixture
 def replicas(fresh_database: str, unique_name: str, tmp_path: Path,
              kafka_cluster: Any) -> Iterator[tuple[Path, list[subprocess.Popen[bytes]]]]:
     with psycopg.connect(fresh_database, autocommit=True) as conn:
         conn.execute("CREATE TABLE t (id int PRIMARY KEY, note text)")
     config = tmp_path / "pipeline.yaml"
-    config.write_text(f"""
-source:
-  dsn: {fresh_database}
-  slot: {unique_name}
-  publication: {unique_name}
-  tables: [public.t]
+    config.write_text(source_yaml(fresh_database, unique_name) + f"""  tables: [public.t]
   heartbeat_interval: 1s
 log:
   backend: kafka
@@ -198,12 +202,7 @@ def logged_rows(config: Path) -> dict[tuple[int, int], bytes]:
 def test_a_second_capture_on_a_file_log_refuses_in_one_line(
         fresh_database: str, unique_name: str, tmp_path: Path) -> None:
     config = tmp_path / "pipeline.yaml"
-    config.write_text(f"""
-source:
-  dsn: {fresh_database}
-  slot: {unique_name}
-  publication: {unique_name}
-log:
+    config.write_text(source_yaml(fresh_database, unique_name) + f"""log:
   backend: file
   path: {tmp_path / "log"}
 """)

@@ -126,6 +126,17 @@ def wait_until(check: Any, what: str, process: subprocess.Popen[bytes], stderr: 
         time.sleep(0.5)
 
 
+def create_tables(dsn: str) -> None:
+    """Every table of ``TABLES`` with ``ROWS`` rows written before any migration."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in TABLES:
+            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v int, note text)")
+                         .format(sql.Identifier(table)))
+            conn.execute(sql.SQL("INSERT INTO {} SELECT g, g, 'secret ' || g "
+                                 "FROM generate_series(1, %s) g").format(sql.Identifier(table)),
+                         (ROWS,))
+
+
 def folded(config: Path, table: str) -> dict[int, dict[str, Any]]:
     """The table's topic folded to the newest event per key (deletes and truncates
     remove): what a replay of the log holds, timestamps as present/absent."""
@@ -186,13 +197,7 @@ def test_every_migration_reaches_the_index_and_the_cache(
     kafka = request.getfixturevalue("kafka_bootstrap") if backend == "kafka" else ""
     search, cache = clients
     name = unique_name
-    with psycopg.connect(fresh_database, autocommit=True) as conn:
-        for table in TABLES:
-            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v int, note text)")
-                         .format(sql.Identifier(table)))
-            conn.execute(sql.SQL("INSERT INTO {} SELECT g, g, 'secret ' || g "
-                                 "FROM generate_series(1, %s) g").format(sql.Identifier(table)),
-                         (ROWS,))
+    create_tables(fresh_database)
     config = tmp_path / "pipeline.yaml"
     config.write_text(pipeline_yaml(backend, fresh_database, name, tmp_path / "log", kafka,
                                     opensearch_url, redis_url))
@@ -236,13 +241,7 @@ def test_reconcile_names_a_schema_change_as_the_cause_and_repair_fixes_it(
     written after it, without), and ``--repair`` brings the sinks back to the table."""
     search, cache = clients
     name = unique_name
-    with psycopg.connect(fresh_database, autocommit=True) as conn:
-        for table in TABLES:
-            conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, v int, note text)")
-                         .format(sql.Identifier(table)))
-            conn.execute(sql.SQL("INSERT INTO {} SELECT g, g, 'secret ' || g "
-                                 "FROM generate_series(1, %s) g").format(sql.Identifier(table)),
-                         (ROWS,))
+    create_tables(fresh_database)
     config = tmp_path / "pipeline.yaml"
     config.write_text(pipeline_yaml("file", fresh_database, name, tmp_path / "log", "",
                                     opensearch_url, redis_url, schema_changes="ignore"))

@@ -89,7 +89,10 @@ def test_chunk_query_is_keyset_paginated() -> None:
                                 ("eu", "7"), "label LIKE 'x%'", 100)
     text = query.as_string(None)
     assert text == (
-        'SELECT "region"::text, "n"::text, "label"::text FROM "public"."things" WHERE '
+        'SELECT CASE WHEN "region" IS NULL THEN NULL ELSE format(\'%%s\', "region") END, '
+        'CASE WHEN "n" IS NULL THEN NULL ELSE format(\'%%s\', "n") END, '
+        'CASE WHEN "label" IS NULL THEN NULL ELSE format(\'%%s\', "label") END '
+        'FROM "public"."things" WHERE '
         '("region", "n") > (CAST(%s AS "pg_catalog"."text"), CAST(%s AS "pg_catalog"."int4"))'
         " AND (label LIKE 'x%%') ORDER BY \"things\".\"region\", \"things\".\"n\" LIMIT 100")
     assert params == ["eu", "7"]

@@ -52,7 +52,9 @@ def test_chunk_query_ands_the_row_filter_with_the_operators_filter() -> None:
     query, params = chunk_query("public", "t", ("id", "a"), key, ("7",), "a < 100", 10,
                                 "(a ~~ 'x%'::text)")
     assert query.as_string(None) == (
-        'SELECT "id"::text, "a"::text FROM "public"."t" WHERE ((a ~~ \'x%%\'::text)) AND '
+        'SELECT CASE WHEN "id" IS NULL THEN NULL ELSE format(\'%%s\', "id") END, '
+        'CASE WHEN "a" IS NULL THEN NULL ELSE format(\'%%s\', "a") END '
+        'FROM "public"."t" WHERE ((a ~~ \'x%%\'::text)) AND '
         '("id") > (CAST(%s AS "pg_catalog"."int4")) AND (a < 100) ORDER BY "t"."id" '
         "LIMIT 10")
     assert params == ["7"]
