@@ -6,7 +6,9 @@ over 250,000 keys) are appended to a file log, then each sink runs as a connecto
 group has committed the whole topic. The references write the same events, already in
 memory, with no version check: ``opensearch-py``'s ``helpers.bulk`` (same bulk size, an
 index with the sink's settings and mapping) and pipelined redis-py ``SET``/``DEL`` (with
-``hiredis``, as the sink). ``--only redis`` (or ``opensearch``) runs one of the two. Each
+``hiredis``, as the sink); on a 3-master Redis Cluster, the same through a
+``RedisCluster`` pipeline. ``--only redis`` (or ``opensearch``, ``redis-cluster``) runs
+one of them. Each
 ratio is reference time / sink time (1.0: as fast); OpenSearch's sides run twice, in the
 order sink, reference, reference, sink, their times summed (``bench_opensearch``).
 Prints ``name=value`` lines, the headline last.
@@ -28,12 +30,14 @@ from typing import Any
 import orjson
 import redis
 from opensearchpy import OpenSearch, helpers
+from redis.cluster import RedisCluster
 
 from cdc.config import ConnectorConfig
 from cdc.log import Position, Record
 from cdc.log.file import FileLog
 from cdc.memory import keep_freed_memory
 from compose.launcher import OpenSearchServer, RedisServer
+from compose.launcher.redis_cluster import RedisClusterServer
 from connectors.runtime import ConnectorRunner, RunnerOptions
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
@@ -163,7 +167,7 @@ def opensearch_reference(client: OpenSearch, events: list[Event], index: str,
     return time.perf_counter() - started
 
 
-def redis_reference(client: redis.Redis, events: list[Event]) -> float:
+def redis_reference(client: redis.Redis | RedisCluster, events: list[Event]) -> float:
     """Seconds a pipelined SET/DEL loop takes on the same events."""
     started = time.perf_counter()
     for start in range(0, len(events), BATCH):
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     figures."""
     keep_freed_memory()  # as the cdc connect process does (cdc.memory)
     parser = argparse.ArgumentParser(prog="python -m bench.sinks", description=__doc__)
-    parser.add_argument("--only", choices=("opensearch", "redis"),
+    parser.add_argument("--only", choices=("opensearch", "redis", "redis-cluster"),
                         help="run only this sink and its reference")
     only = parser.parse_args(argv).only
     workdir = Path(tempfile.mkdtemp(prefix="bench-sinks-"))
@@ -198,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
             bench_opensearch(log, events)
         if only in (None, "redis"):
             bench_redis(log, events)
+        if only in (None, "redis-cluster"):
+            bench_redis_cluster(log, events)
     finally:
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -243,6 +249,21 @@ def bench_redis(log: FileLog, events: list[Event]) -> None:
     print(f"redis_sink_events_per_s={EVENTS / sink_s:.0f}")
     print(f"redis_pipeline_events_per_s={EVENTS / reference_s:.0f}")
     print(f"redis_sink_ratio_vs_pipeline={reference_s / sink_s:.2f}")
+
+
+def bench_redis_cluster(log: FileLog, events: list[Event]) -> None:
+    """The Redis sink on a 3-master Redis Cluster (``urls``) against a ``RedisCluster``
+    pipeline of ``SET``/``DEL`` on the same keys."""
+    with RedisClusterServer() as cluster:
+        client = RedisCluster.from_url(cluster.urls[0])
+        reference_s = redis_reference(client, events)
+        client.close()
+        sink_s = run_connector(log, "redis", {"urls": cluster.urls,
+                                              "key_template": "orders:{key}"},
+                               name="bench-redis-cluster")
+    print(f"redis_cluster_sink_events_per_s={EVENTS / sink_s:.0f}")
+    print(f"redis_cluster_pipeline_events_per_s={EVENTS / reference_s:.0f}")
+    print(f"redis_cluster_sink_ratio_vs_pipeline={reference_s / sink_s:.2f}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,12 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .base import ServerError
+
+if TYPE_CHECKING:
+    from .redis_cluster import RedisClusterServer
 
 ENV_POSTGRES = "DISTRIBUTARY_TEST_PG_DSN"
 ENV_POSTGRES_VERSION = "DISTRIBUTARY_TEST_PG_VERSION"
@@ -82,6 +86,16 @@ def redis_url() -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    """A Redis Cluster of three masters with a replica each, always from the local
+    launcher: its tests kill and start nodes."""
+    from .redis_cluster import RedisClusterServer
+
+    with RedisClusterServer() as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
 def opensearch_url() -> Iterator[str]:
     """An OpenSearch HTTP URL (single node, security off)."""
     if os.environ.get(ENV_OPENSEARCH):
@@ -117,4 +131,4 @@ def kafka_bootstrap() -> Iterator[str]:
 
 
 __all__ = ["ServerError", "docker_engine_answers", "kafka_bootstrap", "opensearch_url",
-           "postgres_dsn", "redis_url"]
+           "postgres_dsn", "redis_cluster", "redis_url"]

@@ -1,19 +1,25 @@
 """Reconciling a Redis connector: keys from the connector's template, versions in their
-``_cdc_version:`` keys, deletes through the sink's own compare-and-set script."""
+``_cdc_version:`` keys, deletes through the sink's own compare-and-set script; on a
+Redis Cluster the version keys and markers are named into each key's slot (``slots``)
+and the listing scans every master."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
 
 from connectors.placeholders import TableNames
 from connectors.redis import scripts
+from connectors.redis.client import Client, make_client
 from connectors.redis.config import RedisSinkConfig
 from connectors.redis.keys import KeyTemplates, key_parts
+from connectors.redis.slots import KeyNames
 from connectors.redis.truncate import TRUNCATE_PREFIX, VERSION_PREFIX
 from derived import ViewDefinition, apply_view
 from derived.values import text_of
@@ -26,12 +32,14 @@ from .target import Encoded
 SCAN_COUNT = 10_000  # keys per SCAN step
 
 
-def redis_client(config: RedisSinkConfig) -> redis.Redis:
-    """A client for the connector's Redis."""
+def redis_client(config: RedisSinkConfig) -> Client:
+    """A client for the connector's Redis (or Redis Cluster: ``RedisCluster``)."""
+    if config.cluster:
+        return make_client(config, retries=3)
     timeout = config.timeout.total_seconds()
     password = config.password.get_secret_value() if config.password else None
-    return redis.Redis.from_url(config.url, password=password, socket_timeout=timeout,
-                                socket_connect_timeout=timeout)
+    return redis.Redis.from_url(cast(str, config.url), password=password,
+                                socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
 def _ms(duration: timedelta | None) -> int:
@@ -42,7 +50,7 @@ class RedisTarget:
     """One table through one view in one Redis connector (``mode: upsert``)."""
 
     def __init__(self, connector: str, config: RedisSinkConfig, names: TableNames,
-                 view: ViewDefinition | None, client: redis.Redis | None = None) -> None:
+                 view: ViewDefinition | None, client: Client | None = None) -> None:
         self._keys = KeyTemplates(config.key_template).table(names, view)
         self._affix = _affix(self._keys.render,
                              (view.key_template if view is not None else None)
@@ -54,7 +62,8 @@ class RedisTarget:
         ttl, tombstone = _ms(config.ttl), _ms(config.tombstone_retention)
         self._ttls = (ttl, ttl + tombstone if ttl and tombstone else 0, tombstone)
         self._client = client or redis_client(config)
-        self._script = self._client.register_script(scripts.BATCH)
+        self._names = KeyNames(config.cluster)
+        self._script = Script(cast(redis.Redis, self._client), scripts.BATCH)
 
     def sink_id(self, row: SourceRow) -> str | None:
         """The row's key."""
@@ -97,7 +106,9 @@ class RedisTarget:
         """The values of ``ids`` (one ``MGET``; JSON values only)."""
         if not ids:
             return {}
-        values: list[Any] = self._client.mget(ids)  # type: ignore[assignment]
+        values: list[Any] = (self._client.mget_nonatomic(ids)
+                             if isinstance(self._client, RedisCluster)
+                             else self._client.mget(ids))  # type: ignore[assignment]
         return {key: value for key, value in zip(ids, values, strict=True)
                 if value is not None}
 
@@ -111,12 +122,15 @@ class RedisTarget:
             for key in ids:
                 pipe.hgetall(key)
         else:
-            pipe.mget(ids)
-        pipe.mget([VERSION_PREFIX + key for key in ids])
+            self._mget(pipe, ids)
+        self._mget(pipe, [self._names.version_key(key) for key in ids])
         replies = pipe.execute()
-        values = replies[:-1] if self._hash else replies[0]
+        if self._names.cluster:  # one GET per key
+            values, versions = replies[:len(ids)], replies[len(ids):]
+        else:
+            values, versions = (replies[:-1] if self._hash else replies[0]), replies[-1]
         out: dict[str, StoredRecord] = {}
-        for key, value, version in zip(ids, values, replies[-1], strict=True):
+        for key, value, version in zip(ids, values, versions, strict=True):
             if value:
                 out[key] = StoredRecord(self._record(value), _version(version))
         return out
@@ -136,10 +150,20 @@ class RedisTarget:
         pipe = self._client.pipeline(transaction=False)
         for key in ids:
             pipe.exists(key)
-        pipe.mget([VERSION_PREFIX + key for key in ids])
+        self._mget(pipe, [self._names.version_key(key) for key in ids])
         replies = pipe.execute()
+        versions = replies[len(ids):] if self._names.cluster else replies[-1]
         return {key: _version(version) for key, held, version in
-                zip(ids, replies[:-1], replies[-1], strict=True) if held}
+                zip(ids, replies[:len(ids)], versions, strict=True) if held}
+
+    def _mget(self, pipe: Any, keys: Sequence[str]) -> None:
+        """Queue the values of ``keys``: one ``MGET`` on one node, a ``GET`` each on a
+        cluster (its keys span slots; the pipeline sends each master its share)."""
+        if not self._names.cluster:
+            pipe.mget(keys)
+            return
+        for key in keys:
+            pipe.get(key)
 
     def listing(self) -> Iterator[str]:
         """Every value key of the table (one ``SCAN``)."""
@@ -156,7 +180,8 @@ class RedisTarget:
         stored or the table was truncated later; leaves a tombstone version."""
         ttl, value_version_ttl, tombstone_ttl = self._ttls
         before = self._client.exists(sink_id)
-        reply = self._script(keys=[self._keys.marker, sink_id, VERSION_PREFIX + sink_id],
+        reply = self._script(keys=[self._names.marker(self._keys.marker, sink_id), sink_id,
+                                   self._names.version_key(sink_id)],
                              args=[ttl, value_version_ttl, tombstone_ttl, 1, "d", 1,
                                    scripts.version_text(version)])
         if reply:

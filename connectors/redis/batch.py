@@ -35,6 +35,17 @@ CHUNK_BYTES = 32 * 1024**2
 Arg = str | bytes | int
 
 
+class RowBatch(Protocol):
+    """Rows to write (``ScriptBatch``; ``cluster_batch.SlotBatches`` on a cluster)."""
+
+    def row(self, event: SinkEvent, key: str, marker: str, kind: str,
+            extra: Sequence[Arg] = (), size: int = 0) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def run(self, script: Script) -> list[Rejection]: ...
+
+
 class ScriptBatch:
     """The rows of one batch, as ``scripts.BATCH`` calls (see ``scripts`` for the kinds
     of row and their arguments)."""
@@ -50,13 +61,14 @@ class ScriptBatch:
         self._held: set[str] = set()  # the value and version keys of the last call
 
     def row(self, event: SinkEvent, key: str, marker: str, kind: str,
-            extra: Sequence[Arg] = (), size: int = 0) -> None:
+            extra: Sequence[Arg] = (), size: int = 0, version_key: str = "") -> None:
         """Add the row of ``event``: its value ``key``, its table's truncate ``marker``,
-        its ``kind`` and the kind's own arguments ``extra`` (``size`` bytes of values)."""
+        its ``kind`` and the kind's own arguments ``extra`` (``size`` bytes of values);
+        its ``version_key`` (default: ``_cdc_version:<key>``)."""
         number = self._markers.get(marker)
         if number is None:
             number = self._markers[marker] = len(self._markers) + 1
-        version_key = VERSION_PREFIX + key
+        version_key = version_key or VERSION_PREFIX + key
         held = self._held
         if self._call_rows and (self._call_rows == CHUNK_ROWS
                                 or self._call_bytes + size > CHUNK_BYTES
@@ -87,18 +99,24 @@ class ScriptBatch:
         return [(markers + self._keys[key_start:key_end], head + self._args[arg_start:arg_end])
                 for (key_start, arg_start), (key_end, arg_end) in zip(starts, ends, strict=True)]
 
+    def call_rows(self) -> list[tuple[list[str], list[Arg], list[SinkEvent]]]:
+        """The ``(keys, args)`` of each call with the events of its rows, in order."""
+        made = []
+        first = 0
+        for keys, args in self.calls():
+            rows = (len(keys) - len(self._markers)) // 2
+            made.append((keys, args, self._events[first:first + rows]))
+            first += rows
+        return made
+
     def run(self, script: Script) -> list[Rejection]:
         """Run the calls in order; the rows Redis refused. Raises ``SinkUnavailableError``
         for what may pass (the batch is retried) and ``SinkRejectedError`` when a whole
         call is refused for good (the runtime then isolates the row at fault)."""
         rejected: list[Rejection] = []
-        first = 0
-        for keys, args in self.calls():
-            rows = (len(keys) - len(self._markers)) // 2
-            events = self._events[first:first + rows]
-            first += rows
-            reply = _call(rows, _run_script, script, keys, args)
-            rejected += _rejections(events, reply)
+        for keys, args, events in self.call_rows():
+            reply = _call(len(events), _run_script, script, keys, args)
+            rejected += rejections(events, reply)
         return rejected
 
 
@@ -148,7 +166,7 @@ class PackedBatch:
             events = self._events[first:first + call.rows]
             first += call.rows
             reply = _call(call.rows, self._send, script, number)
-            rejected += _rejections(events, reply)
+            rejected += rejections(events, reply)
         return rejected
 
     def _send(self, script: Script, number: int) -> Any:
@@ -210,7 +228,7 @@ def _call(rows: int, send: Callable[..., Any], *send_args: Any) -> list[Any]:
         raise unavailable(exc, f"writing {rows} rows") from exc
 
 
-def _rejections(events: Sequence[SinkEvent], reply: Sequence[Any]) -> list[Rejection]:
+def rejections(events: Sequence[SinkEvent], reply: Sequence[Any]) -> list[Rejection]:
     """The rows the reply names (``scripts``: pairs of row number and outcome)."""
     rejected: list[Rejection] = []
     for row, outcome in zip(reply[::2], reply[1::2], strict=True):

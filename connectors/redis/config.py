@@ -29,7 +29,11 @@ KeyTemplate = Annotated[str, template_validator(KEY_PLACEHOLDERS, "{table}:{key.
 class RedisSinkConfig(ConfigModel):
     """One Redis key per row, written with a compare-and-set on the row's version."""
 
-    url: RedisUrl = Field(description="redis://host:6379/0, rediss:// (TLS) or unix://")
+    url: RedisUrl | None = Field(
+        default=None, description="redis://host:6379/0, rediss:// (TLS) or unix://; or urls")
+    urls: tuple[RedisUrl, ...] = Field(
+        default=(), description="a Redis Cluster instead of url: seed nodes (redis:// or "
+        "rediss://, db 0), any of them; the others are discovered")
     password: SecretStr | None = Field(default=None, description="if the URL carries none")
     key_template: KeyTemplate = Field(
         default="{table}:{key}", description="placeholders: {prefix} {topic} {schema} {table}, "
@@ -57,8 +61,8 @@ class RedisSinkConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> RedisSinkConfig:
-        problems: list[tuple[Loc, str, object]] = []
-        if self.password is not None and urlsplit(self.url).password:
+        problems = _address_problems(self)
+        if self.password is not None and any(urlsplit(url).password for url in self.seeds):
             problems.append((("password",), "the URL already contains a password; give it in "
                              "one place", None))
         if self.mode == "invalidate" and self.ttl is not None:
@@ -76,3 +80,42 @@ class RedisSinkConfig(ConfigModel):
         if problems:
             raise_field_problems("RedisSinkConfig", problems)
         return self
+
+    @property
+    def cluster(self) -> bool:
+        """True for a Redis Cluster (``urls``)."""
+        return bool(self.urls)
+
+    @property
+    def seeds(self) -> tuple[str, ...]:
+        """The URLs to connect to: ``url``, or the cluster's seed nodes."""
+        return self.urls or ((self.url,) if self.url else ())
+
+
+def _address_problems(config: RedisSinkConfig) -> list[tuple[Loc, str, object]]:
+    """``url`` xor ``urls``; cluster seeds on TCP and db 0."""
+    if config.url and config.urls:
+        return [(("urls",), "give url (one Redis) or urls (the seed nodes of a Redis "
+                 "Cluster), not both", [_shown(url) for url in config.urls])]
+    if not config.url and not config.urls:
+        return [(("url",), "where is Redis? give url: redis://host:6379/0, or urls: "
+                 "[redis://host:7000, ...] for a Redis Cluster", None)]
+    problems: list[tuple[Loc, str, object]] = []
+    for number, url in enumerate(config.urls):
+        parts = urlsplit(url)
+        if parts.scheme == "unix":
+            problems.append((("urls", number), "a Redis Cluster node is reached over TCP: "
+                             "use redis://host:port or rediss://host:port", _shown(url)))
+        elif parts.path.strip("/") not in ("", "0"):
+            problems.append((("urls", number), "a Redis Cluster has only database 0: end "
+                             "the URL with /0 or no path", _shown(url)))
+    return problems
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password, for an error message."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()

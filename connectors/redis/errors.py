@@ -3,26 +3,30 @@
     SinkError
     └── SinkUnavailableError  transient: no connection, timeout, loading, read-only
                               replica, out of memory, BUSY script, ACL refusal (an
-                              operator fixes these; the batch is retried, every write
-                              being versioned)
+                              operator fixes these), a cluster down or failing over,
+                              a redirection not followed (the batch is retried, every
+                              write being versioned)
 
 Any other error reply to one command (``WRONGTYPE``: the key holds another type; a
 value too large, ...) rejects that event only. Messages name the operation and the
-error class, never the URL or the password.
+error class (with the reply, or the host:port that failed), never the password.
 """
 
 from __future__ import annotations
 
 from redis.exceptions import (
-    ConnectionError as RedisConnectionError,
-)
-from redis.exceptions import (
+    AskError,
+    ClusterError,
     NoPermissionError,
     OutOfMemoryError,
     ReadOnlyError,
+    RedisClusterException,
     RedisError,
     ResponseError,
     TryAgainError,
+)
+from redis.exceptions import (
+    ConnectionError as RedisConnectionError,
 )
 from redis.exceptions import (
     TimeoutError as RedisTimeoutError,
@@ -37,16 +41,17 @@ TRANSIENT_REPLIES = ("BUSY", "LOADING", "MISCONF", "MASTERDOWN", "NOREPLICAS", "
 def is_transient(exc: RedisError) -> bool:
     """True if the same command may succeed later."""
     if isinstance(exc, RedisConnectionError | RedisTimeoutError | ReadOnlyError |
-                  OutOfMemoryError | TryAgainError | NoPermissionError):
+                  OutOfMemoryError | TryAgainError | NoPermissionError | ClusterError |
+                  AskError):  # a cluster's redirections (MOVED too) left over, failovers
         return True
     return isinstance(exc, ResponseError) and str(exc).startswith(TRANSIENT_REPLIES)
 
 
-def unavailable(exc: RedisError, doing: str) -> SinkUnavailableError:
+def unavailable(exc: RedisError | RedisClusterException, doing: str) -> SinkUnavailableError:
     """A transient error for a command that failed while ``doing`` something."""
     detail = type(exc).__name__
-    if isinstance(exc, ResponseError):
-        detail = f"{detail}: {str(exc)[:200]}"
+    if isinstance(exc, ResponseError | RedisConnectionError | RedisClusterException):
+        detail = f"{detail}: {str(exc)[:200]}"  # a reply, or which host:port failed
     return SinkUnavailableError(f"Redis failed while {doing} ({detail})")
 
 

@@ -16,7 +16,7 @@ renderer leaves to Python).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import orjson
 
@@ -24,7 +24,8 @@ from connectors.changes import UPSERT_OPS
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
-from .batch import PackedBatch, ScriptBatch
+from .batch import PackedBatch, RowBatch, ScriptBatch
+from .cluster_batch import SlotBatches
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
 from .native_rows import NativeRows, redis_core
@@ -36,7 +37,10 @@ class PlainRows:
     def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str, *,
                  native: bool = True) -> None:
         """``native``: use the native renderer where it is installed (False: only the
-        Python loop, the reference)."""
+        Python loop, the reference; always on a cluster, whose rows go by slot)."""
+        native = native and not config.cluster
+        self._batch: Callable[[tuple[int, int, int]], RowBatch] = \
+            SlotBatches if config.cluster else ScriptBatch
         self._enabled = config.value_format == "json" and config.mode == "upsert"
         self._viewed = {view.table for view in config.views}
         self._keys = keys
@@ -48,7 +52,7 @@ class PlainRows:
             core, keys, self._viewed, topic_prefix, self._max_bytes)
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
-             ) -> ScriptBatch | PackedBatch | None:
+             ) -> RowBatch | PackedBatch | None:
         """The rows of ``events`` if the batch is plain, else ``None``."""
         if not self._enabled:
             return None
@@ -56,7 +60,7 @@ class PlainRows:
             rendered = self._native.rows(events, ttls)
             if rendered is not None:
                 return rendered
-        batch = ScriptBatch(ttls)
+        batch = self._batch(ttls)
         add = batch.row
         for item in events:
             event = item.event

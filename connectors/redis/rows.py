@@ -25,7 +25,7 @@ from connectors.contract import Rejection
 from derived import complete_record
 from derived.values import text_of
 
-from .batch import ScriptBatch
+from .batch import RowBatch
 from .config import RedisSinkConfig
 from .errors import rejection_reason
 from .keys import KeyTemplates
@@ -41,7 +41,7 @@ class RowRenderer:
         self._hash = config.value_format == "hash"
         self._keys = keys
 
-    def add(self, batch: ScriptBatch, change: Upsert | Delete,
+    def add(self, batch: RowBatch, change: Upsert | Delete,
             stored: dict[str, StoredJson]) -> Rejection | None:
         """Add ``change``'s row; a ``Rejection`` if it cannot be written."""
         table = self._keys.of(change)
@@ -55,7 +55,7 @@ class RowRenderer:
             return self._json_row(batch, change, key, table.marker, change.row, "")
         return self._merged_json_row(batch, change, key, table.marker, stored.get(key))
 
-    def _json_row(self, batch: ScriptBatch, change: Upsert, key: str, marker: str,
+    def _json_row(self, batch: RowBatch, change: Upsert, key: str, marker: str,
                   record: dict[str, Any], expect: str) -> Rejection | None:
         value = orjson.dumps(record)
         if len(value) > self._max_bytes:
@@ -66,7 +66,7 @@ class RowRenderer:
             batch.row(change.event, key, marker, "j", (value,), len(value))
         return None
 
-    def _merged_json_row(self, batch: ScriptBatch, change: Upsert, key: str, marker: str,
+    def _merged_json_row(self, batch: RowBatch, change: Upsert, key: str, marker: str,
                          stored: StoredJson | None) -> Rejection | None:
         previous: dict[str, Any] | None = None
         expect = ""
@@ -89,7 +89,7 @@ class RowRenderer:
             return None
         return self._json_row(batch, change, key, marker, record, expect)
 
-    def _hash_row(self, batch: ScriptBatch, change: Upsert, key: str,
+    def _hash_row(self, batch: RowBatch, change: Upsert, key: str,
                   marker: str) -> Rejection | None:
         if change.view is None and not change.missing:  # the common case: no copy
             record: dict[str, Any] | None = change.row

@@ -11,38 +11,44 @@ of its write when the runtime asks (``prepare``, in the runtime's reading thread
 the previous batch is being written).
 
 ``mode: invalidate`` only deletes the key of every changed row (``UNLINK``).
+
+On a Redis Cluster (``urls``) the client is redis-py's ``RedisCluster`` and the rows of a
+batch are written one script call per hash slot (``cluster_batch``, ``slots``), rendered
+by the Python loop (the native renderer packs calls for one node).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from urllib.parse import urlsplit
+from typing import cast
 
-import redis
-from redis.backoff import NoBackoff
+from redis import Redis
 from redis.commands.core import Script
-from redis.exceptions import RedisError
-from redis.retry import Retry
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
+from cdc.errors import ConfigError, ConfigProblem
 from connectors.changes import ChangeReader, Delete, Truncate, Upsert
-from connectors.contract import SinkContext, SinkEvent, WriteResult
+from connectors.contract import SinkContext, SinkEvent, SinkUnavailableError, WriteResult
 
 from . import scripts
-from .batch import PackedBatch, ScriptBatch
+from .batch import PackedBatch, RowBatch, ScriptBatch
+from .client import Client, address, make_client
+from .cluster_batch import SlotBatches
 from .config import RedisSinkConfig
 from .errors import is_transient, unavailable
 from .keys import KeyTemplates
 from .plain import PlainRows
 from .rows import RowRenderer, StoredJson
-from .truncate import VERSION_PREFIX, truncate
+from .slots import KeyNames, slot_tags
+from .truncate import truncate
 
 
 class PreparedEvents(list[SinkEvent]):
     """A batch with its plain rows rendered ahead (``RedisSink.prepare``); ``rows`` is
     None when the batch is not plain."""
 
-    rows: ScriptBatch | PackedBatch | None = None
+    rows: RowBatch | PackedBatch | None = None
 
 
 class RedisSink:
@@ -54,24 +60,39 @@ class RedisSink:
         self._keys = KeyTemplates(config.key_template)
         self._rows = RowRenderer(config, self._keys)
         self._plain = PlainRows(config, self._keys, topic_prefix)
+        self._names = KeyNames(config.cluster)
         ttl, tombstone = _ms(config.ttl), _ms(config.tombstone_retention)
         # a value's version key outlives the value by the tombstone retention
         self._ttls = (ttl, ttl + tombstone if ttl and tombstone else 0, tombstone)
-        self._client: redis.Redis | None = None
+        self._client: Client | None = None
+        self._stale = False  # a cluster client that failed: make a new one
         self._script: Script | None = None
 
     def open(self) -> None:
-        """Connect, check Redis answers, and load the batch script."""
-        client = make_client(self.config)
-        doing = f"connecting to {_address(self.config.url)} (config.url)"
+        """Connect, check Redis answers, and load the batch script (on every master of a
+        cluster)."""
+        if self.config.cluster:
+            slot_tags()  # made once per process (~0.2 s), before the first batch
+        field = "config.urls" if self.config.cluster else "config.url"
+        doing = f"connecting to {address(self.config)} ({field})"
+        try:
+            client = make_client(self.config)  # a cluster's client reads its slots here
+        except (RedisError, RedisClusterException) as exc:
+            raise unavailable(exc, doing) from exc
         try:
             client.ping()
+            if not self.config.cluster:
+                _not_a_cluster(client)
             doing = "loading the batch script"
             client.script_load(scripts.BATCH)
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             client.close()
             raise unavailable(exc, doing) from exc
-        self._client, self._script = client, client.register_script(scripts.BATCH)
+        except ConfigError:
+            client.close()
+            raise
+        # a cluster client runs a ``Script`` as ``Redis`` does (EVALSHA, keys of one slot)
+        self._client, self._script = client, Script(cast(Redis, client), scripts.BATCH)
 
     def prepare(self, batch: list[SinkEvent]) -> list[SinkEvent]:
         """``batch`` with its plain rows rendered (``PreparingSink``)."""
@@ -80,7 +101,20 @@ class RedisSink:
         return prepared
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
-        """Apply ``batch``: truncates first, then one batch script call."""
+        """Apply ``batch``: truncates first, then one batch script call. On a cluster, the
+        write after a failed one starts with a new client, which reads the slot map from
+        the seed nodes afresh (whatever the old one kept of a failed master)."""
+        if self._stale:
+            self.close()
+            self.open()
+            self._stale = False
+        try:
+            return self._write(batch)
+        except SinkUnavailableError:
+            self._stale = self.config.cluster
+            raise
+
+    def _write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         client, script = self._connected()
         if isinstance(batch, PreparedEvents):  # rendered ahead (or not plain)
             plain = batch.rows
@@ -93,14 +127,15 @@ class RedisSink:
         for change in changes:
             if isinstance(change, Truncate):
                 version = None if self.config.mode == "invalidate" else change.event.version
-                truncate(client, self._keys.of(change).pattern, version)
+                truncate(client, self._keys.of(change).pattern, version, self._names)
             else:
                 writes.append(change)
         if self.config.mode == "invalidate":
             self._invalidate(client, writes)
             return WriteResult(rejected)
         stored = self._stored_json(client, writes)
-        rows = ScriptBatch(self._ttls)
+        rows: RowBatch = SlotBatches(self._ttls) if self.config.cluster \
+            else ScriptBatch(self._ttls)
         add = self._rows.add
         for change in writes:
             problem = add(rows, change, stored)
@@ -118,12 +153,12 @@ class RedisSink:
             self._client.close()
             self._client = self._script = None
 
-    def _connected(self) -> tuple[redis.Redis, Script]:
+    def _connected(self) -> tuple[Client, Script]:
         if self._client is None or self._script is None:
             raise RuntimeError("RedisSink.write before open")
         return self._client, self._script
 
-    def _stored_json(self, client: redis.Redis, writes: Sequence[Upsert | Delete]
+    def _stored_json(self, client: Client, writes: Sequence[Upsert | Delete]
                      ) -> dict[str, StoredJson]:
         """The stored value and version of each key an update must merge into (JSON)."""
         if self.config.value_format != "json":
@@ -134,23 +169,23 @@ class RedisSink:
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.get(key)
-            pipe.get(VERSION_PREFIX + key)
+            pipe.get(self._names.version_key(key))
         try:
             found = pipe.execute(raise_on_error=False)
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             raise unavailable(exc, f"reading {len(keys)} stored values") from exc
         for reply in found:
             if isinstance(reply, RedisError) and is_transient(reply):
                 raise unavailable(reply, f"reading {len(keys)} stored values")
         return {key: (found[2 * i], found[2 * i + 1]) for i, key in enumerate(keys)}
 
-    def _invalidate(self, client: redis.Redis, writes: Sequence[Upsert | Delete]) -> None:
+    def _invalidate(self, client: Client, writes: Sequence[Upsert | Delete]) -> None:
         keys = sorted({self._keys.key(change) for change in writes})
         if not keys:
             return
         try:
             client.unlink(*keys)
-        except RedisError as exc:
+        except (RedisError, RedisClusterException) as exc:
             raise unavailable(exc, f"invalidating {len(keys)} keys") from exc
 
 
@@ -158,24 +193,19 @@ def _ms(duration: timedelta | None) -> int:
     return int(duration.total_seconds() * 1000) if duration is not None else 0
 
 
-def make_client(config: RedisSinkConfig) -> redis.Redis:
-    """A client of ``config.url`` (not connected yet) that never retries by itself: the
-    runtime's retry layer (``connectors.runtime.retry``) is the only one, whatever
-    redis-py's default or the URL's ``retry_on_timeout`` would do."""
-    timeout = config.timeout.total_seconds()
-    password = config.password.get_secret_value() if config.password else None
-    return redis.Redis.from_url(config.url, password=password, socket_timeout=timeout,
-                                socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
-
-
 def create(config: RedisSinkConfig, context: SinkContext) -> RedisSink:
     """The sink for one worker (``SinkSpec.factory``); the runtime opens it."""
     return RedisSink(config, topic_prefix=context.topic_prefix)
 
 
-def _address(url: str) -> str:
-    """Where ``url`` points (host:port, or the socket path), without credentials."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        return parts.path
-    return f"{parts.hostname}:{parts.port or 6379}"
+def _not_a_cluster(client: Client) -> None:
+    """Refuse a Redis Cluster node named as one Redis (``url``): its ``MOVED`` replies
+    would reject most writes."""
+    try:
+        info = cast(dict[str, object], client.info("cluster"))
+    except ResponseError:  # INFO not allowed to this user: nothing to tell
+        return
+    if info.get("cluster_enabled") in (1, "1"):
+        raise ConfigError([ConfigProblem("config.url", "this Redis is a node of a Redis "
+                                         "Cluster: name its nodes under config.urls "
+                                         "instead (urls: [redis://host:port, ...])")])

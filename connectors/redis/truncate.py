@@ -8,24 +8,31 @@ Version keys go too: the truncate marker ``_cdc_truncated:<pattern>`` (a hash:
 truncate stays: its event sits in another partition of the topic than the truncate's and
 was applied first. The marker is written *before*
 the scan, so no older write lands during it, and marked ``done`` after: a truncate
-replayed once done does nothing, one interrupted mid-scan runs again.
+replayed once done does nothing, one interrupted mid-scan runs again. On a Redis Cluster
+the marker's version goes into a copy in every hash slot too (``slots``: a script call
+reads the copy in its rows' slot), and the scan covers every master.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import cast
+from itertools import islice
+from typing import TYPE_CHECKING, cast
 
-from redis import Redis
-from redis.exceptions import RedisError
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS
+from redis.exceptions import RedisClusterException, RedisError
 
 from .errors import unavailable
 from .scripts import UNLINK_NOT_NEWER, version_text
+from .slots import TRUNCATE_PREFIX as TRUNCATE_PREFIX
+from .slots import VERSION_PREFIX as VERSION_PREFIX
+from .slots import KeyNames, slot_marker, slot_of
+
+if TYPE_CHECKING:
+    from .client import Client
 
 log = logging.getLogger(__name__)
 
-VERSION_PREFIX = "_cdc_version:"
-TRUNCATE_PREFIX = "_cdc_truncated:"
 SCAN_COUNT = 1000
 
 
@@ -34,9 +41,11 @@ def marker_key(pattern: str) -> str:
     return TRUNCATE_PREFIX + pattern
 
 
-def truncate(client: Redis, pattern: str, version: int | None) -> bool:
+def truncate(client: Client, pattern: str, version: int | None,
+             names: KeyNames | None = None) -> bool:
     """Delete the keys matching ``pattern`` (and their version keys); with a ``version``,
     only if no truncate at least as new completed. True if it ran."""
+    names = names or KeyNames(cluster=False)
     marker = marker_key(pattern)
     try:
         if version is not None:
@@ -47,30 +56,45 @@ def truncate(client: Redis, pattern: str, version: int | None) -> bool:
                 if done_before:
                     return False
             client.hset(marker, mapping={"version": version_text(version), "done": "0"})
-        deleted = _unlink_matching(client, pattern, version)
+            if names.cluster:
+                _mark_every_slot(client, marker, version_text(version))
+        deleted = _unlink_matching(client, pattern, version, names)
         if version is not None:
-            deleted += _unlink_matching(client, VERSION_PREFIX + pattern, version)
+            deleted += _unlink_matching(client, names.version_pattern(pattern), version, names)
             client.hset(marker, "done", "1")
-    except RedisError as exc:
+    except (RedisError, RedisClusterException) as exc:
         raise unavailable(exc, f"truncating the keys {pattern}") from exc
     log.info("truncated %s: %d keys deleted", pattern, deleted, extra={"sink": "redis"})
     return True
 
 
-def _unlink_matching(client: Redis, pattern: str, version: int | None) -> int:
-    """Unlink the keys matching ``pattern``; with a ``version``, only those whose row
-    version is not newer: a row written after the truncate (its event came from another
-    partition, so it may be applied before the truncate) stays."""
+def _mark_every_slot(client: Client, marker: str, version: str) -> None:
+    """The truncate's version in the marker of every slot of a cluster (``slots``)."""
+    pipe = client.pipeline(transaction=False)
+    for slot in range(REDIS_CLUSTER_HASH_SLOTS):
+        pipe.hset(slot_marker(marker, slot), "version", version)
+    pipe.execute()
+
+
+def _unlink_matching(client: Client, pattern: str, version: int | None,
+                     names: KeyNames) -> int:
+    """Unlink the keys matching ``pattern`` (on every master of a cluster); with a
+    ``version``, only those whose row version is not newer: a row written after the
+    truncate (its event came from another partition, so it may be applied before the
+    truncate) stays."""
     deleted = 0
-    cursor = 0
-    while True:
-        cursor, keys = cast(tuple[int, list[bytes]],
-                            client.scan(cursor, match=pattern, count=SCAN_COUNT))
-        doomed = [key for key in keys if not key.startswith(TRUNCATE_PREFIX.encode())]
-        if doomed and version is None:
+    skip = TRUNCATE_PREFIX.encode()
+    keys = (key for key in client.scan_iter(match=pattern, count=SCAN_COUNT)
+            if not key.startswith(skip))
+    while doomed := list(islice(keys, SCAN_COUNT)):
+        if version is None:
             deleted += cast(int, client.unlink(*doomed))
-        elif doomed and version is not None:
-            deleted += cast(int, client.eval(UNLINK_NOT_NEWER, len(doomed), *doomed,
-                                             version_text(version), VERSION_PREFIX))
-        if cursor == 0:
-            return deleted
+            continue
+        by_slot: dict[int, list[bytes]] = {}
+        for key in doomed:
+            by_slot.setdefault(slot_of(key.decode()) if names.cluster else 0, []).append(key)
+        for slot, slot_keys in by_slot.items():
+            deleted += cast(int, client.eval(UNLINK_NOT_NEWER, len(slot_keys), *slot_keys,
+                                             version_text(version),
+                                             names.version_prefix(slot)))
+    return deleted

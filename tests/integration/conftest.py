@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import pytest
@@ -23,13 +23,15 @@ from psycopg import sql
 
 from compose.launcher import services
 
+T = TypeVar("T")
+
 
 def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
 @contextlib.contextmanager
-def _server(kind: str, provide: Callable[[], AbstractContextManager[str]]) -> Iterator[str]:
+def _server(kind: str, provide: Callable[[], AbstractContextManager[T]]) -> Iterator[T]:
     try:
         handle = provide()
         value = handle.__enter__()
@@ -58,10 +60,26 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Any]:
+    """A ``RedisClusterServer``: three masters with a replica each (``.urls``)."""
+    with _server("Redis Cluster", services.redis_cluster) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def opensearch_url() -> Iterator[str]:
     """HTTP URL of a single-node OpenSearch."""
     with _server("OpenSearch", services.opensearch_url) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[Any]:
+    """A ``KafkaCluster`` of three KRaft nodes (``.bootstrap_servers``, ``stop_node``)."""
+    from compose.launcher.kafka import KafkaCluster
+
+    with _server("Kafka cluster", KafkaCluster) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")

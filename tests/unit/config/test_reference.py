@@ -24,7 +24,8 @@ def test_every_section_and_metrics_key_is_listed() -> None:
     section = reference_markdown()
     for key in ("`source.dsn` (required)", "`log.partitions`",
                 "`connectors[].backpressure.policy`", "`metrics.token_file`",
-                "`connectors[].config.url` (required) (when type: redis)"):
+                "`connectors[].config.url` (required) (when type: webhook)",
+                "`connectors[].config.urls` (when type: redis)"):
         assert key in section, key
 
 

@@ -55,7 +55,7 @@ def test_redis_full() -> None:
 
 
 @pytest.mark.parametrize(("settings", "loc", "words"), [
-    ({}, ("url",), "Field required"),
+    ({}, ("url",), "give url: redis://host:6379/0, or urls:"),
     ({"url": "http://cache:6379"}, ("url",), "redis://"),
     ({"url": "redis://h:port/0"}, ("url",), "cannot be parsed"),
     ({"url": "redis://h/0", "key_template": "{row.id}"}, ("key_template",),

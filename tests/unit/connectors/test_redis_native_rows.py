@@ -18,7 +18,7 @@ from redis.connection import Connection
 from cdc.log import Message
 from connectors.contract import SinkEvent
 from connectors.redis import RedisSinkConfig, batch
-from connectors.redis.batch import PackedBatch, ScriptBatch
+from connectors.redis.batch import PackedBatch, RowBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
 from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
 from connectors.redis.plain import PlainRows
@@ -41,9 +41,10 @@ def core() -> RedisRowsCore:
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def calls(rows: ScriptBatch | PackedBatch | None) -> list[bytes] | None:
+def calls(rows: RowBatch | PackedBatch | None) -> list[bytes] | None:
     """Each call's EVALSHA command as sent: the native batch's packed bytes, or redis-py's
     packing of the reference's keys and arguments."""
+    assert rows is None or isinstance(rows, ScriptBatch | PackedBatch)
     if rows is None:
         return None
     if isinstance(rows, PackedBatch):
