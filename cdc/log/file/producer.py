@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
-from cdc.errors import LogError
+from cdc.errors import LogError, TerminalError
 from cdc.native import CORE
 
 from ..history import keeps_history
@@ -67,6 +67,10 @@ def _syncs_segments(parts: Sequence[tuple[bytes, int, int, bytes]]) -> bool:
             and sum(len(part[3]) for part in parts) >= DIRECT_SYNC_BYTES * len(parts))
 
 
+class LogTakenError(LogError, TerminalError):
+    """Another capture holds the file log's writer lock (``cdc run`` stops, no restart)."""
+
+
 class FileProducer:
     """Appends batches; every batch is durable (one fdatasync: the journal's, or the
     segment's for a batch of one partition) when ``append`` returns. Only one producer
@@ -79,7 +83,7 @@ class FileProducer:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._lock_fd)
-            raise LogError(f"another capture is writing to the log at {log.root}: the file "
+            raise LogTakenError(f"another capture is writing to the log at {log.root}: the file "
                            "log takes one capture on one host; replicas that take over "
                            "from each other need the Kafka backend (log.backend: kafka)"
                            ) from None
