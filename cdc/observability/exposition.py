@@ -43,7 +43,7 @@ TAKEOVER_BUCKETS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0)
 def _takeovers(seconds: tuple[float, ...]) -> Iterable[Metric]:
     yield CounterMetricFamily(f"{P}capture_takeovers", "Sessions this replica began after "
                               "another one held the slot.", value=float(len(seconds)))
-    buckets = [(f"{bound:g}", float(sum(1 for s in seconds if s <= bound)))
+    buckets = [(str(bound), float(sum(1 for s in seconds if s <= bound)))
                for bound in TAKEOVER_BUCKETS] + [("+Inf", float(len(seconds)))]
     yield HistogramMetricFamily(
         f"{P}capture_takeover_seconds", "From the previous replica's last sign of life "

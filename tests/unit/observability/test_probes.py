@@ -80,3 +80,23 @@ def test_connectors_probe_sums_lag_over_partitions() -> None:
     metrics.for_connector("cache").set_lag("t", 0, 5)
     metrics.for_connector("cache").set_lag("t", 1, 7)
     assert probe.lag_by_connector() == {"cache": 12, "idle": 0}
+
+
+def test_a_standby_is_ready_and_its_takeovers_are_exposed() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from cdc.observability.exposition import StatusCollector
+
+    stats = CaptureStats(standby=True)
+    probe = CaptureProbe(stats, None, lambda: True)
+    assert probe.health().state == "standby" and probe.health().ready
+    stats.standby, stats.streaming = False, True
+    stats.takeover_seconds += [1.2, 7.5]
+    registry = CollectorRegistry()
+    registry.register(StatusCollector(probe, "s", None, lambda: [probe.health()]))
+    text = generate_latest(registry).decode()
+    assert "distributary_capture_active 1.0" in text
+    assert "distributary_capture_takeovers_total 2.0" in text
+    assert 'distributary_capture_takeover_seconds_bucket{le="2.0"} 1.0' in text
+    assert 'distributary_capture_takeover_seconds_bucket{le="10.0"} 2.0' in text
+    assert "distributary_capture_takeover_seconds_sum 8.7" in text
