@@ -33,8 +33,8 @@ from .snapshot_check import (
 )
 from .test_capture_crash import start_capture
 
-# 200,000 by default (a few tens of seconds here); the benchmark reads 1,000,000
-ROWS = int(os.environ.get("DISTRIBUTARY_SNAPSHOT_TEST_ROWS", "200000"))
+# 100,000 by default (some seconds here); the benchmark reads 1,000,000
+ROWS = int(os.environ.get("DISTRIBUTARY_SNAPSHOT_TEST_ROWS", "100000"))
 ITEMS = "SELECT row_to_json(i) FROM items i"
 INCREMENTAL = ("incremental snapshots (cdc snapshot, tables joining the publication, "
                "snapshot: always on an existing slot)")

@@ -24,7 +24,7 @@ SNAPSHOT_FAULTS = {"kill_in_snapshot": 1, "ddl_in_snapshot": 1, "deletes_while_i
 def test_short_chaos_run_loses_duplicates_and_diverges_nothing(
         backend: str, request: pytest.FixtureRequest) -> None:
     kafka = request.getfixturevalue("kafka_bootstrap") if backend == "kafka" else None
-    options = dataclasses.replace(short_options(duration=40, seed=7), backend=backend,
+    options = dataclasses.replace(short_options(duration=30, seed=7), backend=backend,
                                   kafka_bootstrap=kafka)
     result = run_chaos(options)
     found = result.findings
