@@ -91,7 +91,6 @@ class CaptureStats:
     skipped_on_resume: int = 0
     streaming: bool = False  # a replication session is streaming (read by /healthz)
     standby: bool = False  # another replica streams the slot; this one waits to take over
-    takeovers: int = 0  # sessions that began after waiting for another replica
     takeover_seconds: list[float] = field(default_factory=list)  # each, from its last life
     received_lsn: int = 0  # the server's WAL end as of the last change message
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction appended
@@ -229,7 +228,6 @@ class Capture:
         takeover, self._takeover = self._takeover, None
         if takeover is not None and takeover.waited:
             seconds = takeover.seconds()
-            self.stats.takeovers += 1
             self.stats.takeover_seconds.append(seconds)
             log.warning("took over slot %s: streaming %.1f s after the previous capture's "
                         "last sign of life", self.config.source.slot, seconds,

@@ -137,6 +137,16 @@ def create_tables(dsn: str) -> None:
                          (ROWS,))
 
 
+def migrate(dsn: str) -> None:
+    """Each table's migration, then an update of its first rows (which brings pgoutput's
+    new Relation message)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for table in TABLES:
+            conn.execute(MIGRATIONS[table].encode())
+            conn.execute(sql.SQL("UPDATE {} SET v = v WHERE id <= 3")
+                         .format(sql.Identifier(table)))
+
+
 def folded(config: Path, table: str) -> dict[int, dict[str, Any]]:
     """The table's topic folded to the newest event per key (deletes and truncates
     remove): what a replay of the log holds, timestamps as present/absent."""
@@ -207,11 +217,7 @@ def test_every_migration_reaches_the_index_and_the_cache(
         every_row = len(TABLES) * ROWS
         wait_until(lambda: redis_count(cache, f"{name}:hash:*") >= every_row,
                    "the snapshot did not reach Redis", process, stderr)
-        with psycopg.connect(fresh_database, autocommit=True) as conn:
-            for table in TABLES:
-                conn.execute(MIGRATIONS[table].encode())
-                conn.execute(sql.SQL("UPDATE {} SET id = id WHERE id <= 3")  # its Relation
-                             .format(sql.Identifier(table)))
+        migrate(fresh_database)
         wait_until(lambda: reconcile(config)[2:] == (0, 0, 0),
                    "the index and the cache never equalled the tables", process, stderr)
         tables, rows, *drift = reconcile(config)
@@ -250,11 +256,7 @@ def test_reconcile_names_a_schema_change_as_the_cause_and_repair_fixes_it(
     try:
         wait_until(lambda: redis_count(cache, f"{name}:hash:*") >= len(TABLES) * ROWS,
                    "the snapshot did not reach Redis", process, stderr)
-        with psycopg.connect(fresh_database, autocommit=True) as conn:
-            for table in TABLES:
-                conn.execute(MIGRATIONS[table].encode())
-                conn.execute(sql.SQL("UPDATE {} SET v = v WHERE id <= 3")  # its Relation
-                             .format(sql.Identifier(table)))
+        migrate(fresh_database)
         stale = (ROWS - 3) * len(TABLES) * 3  # rows not written since, in three sinks
         seen: list[str] = []
 
