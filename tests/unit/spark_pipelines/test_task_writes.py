@@ -198,7 +198,10 @@ def test_a_task_leaves_objects_someone_else_froze_alone() -> None:
         frozen = gc.get_freeze_count()
         sink = FreezeWatchingSink()
         list(feed(sink).write_partition(0, [state_row(1)]))
-        assert sink.frozen == [frozen] and gc.get_freeze_count() == frozen
+        # Frozen objects still die when their last reference goes, so the count may only
+        # fall a little: the task neither froze more nor unfroze what it found.
+        assert len(sink.frozen) == 1 and frozen // 2 < sink.frozen[0] <= frozen
+        assert frozen // 2 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
