@@ -30,11 +30,12 @@ integration: setup
 	$(BIN)/pytest tests/integration -q $(PYTEST_ARGS)
 
 # The capture's minute of DDL against a streaming capture is shortened here (the whole
-# suite must stay under 30 minutes); make test-matrix runs it for the full minute.
+# suite must stay under 30 minutes); make test-matrix runs it for the full minute. The unit
+# tests run beside the integration tests (compose/run_tests.sh).
 test: setup native-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	DISTRIBUTARY_DDL_RACE_S=$${DISTRIBUTARY_DDL_RACE_S:-20} $(BIN)/pytest tests -q $(PYTEST_ARGS)
+	DISTRIBUTARY_DDL_RACE_S=$${DISTRIBUTARY_DDL_RACE_S:-20} bash compose/run_tests.sh $(PYTEST_ARGS)
 
 # The capture, codec, snapshot and schema-change integration tests on every PostgreSQL
 # major version (make test runs a smoke subset of them on the versions besides 15).

@@ -6,7 +6,7 @@ cache when it has them. The wheel holds the product's packages only (no ``compos
 ``chaos``, ``bench`` or ``tests``). In every environment ``cdc --help``, ``cdc validate``
 and ``cdc capture --help`` work, and each command whose extra is missing prints one line
 naming the extra, and nothing else, and exits with status 2; the base install captures
-from a real PostgreSQL. About a minute in all, most of it pip.
+from a real PostgreSQL. The environments are made two at a time; most of the time is pip.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import sys
 import time
 import venv
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,31 +103,46 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Environments:
-    """Fresh virtualenvs holding the wheel, one per extra (``None``: the base install)."""
+    """Fresh virtualenvs holding the wheel, one per extra (``None``: the base install),
+    made two at a time in the background from the start (pip mostly waits on the disk)."""
 
-    def __init__(self, wheel: Path, root: Path) -> None:
+    def __init__(self, wheel: Path, root: Path, extras: list[str | None]) -> None:
         self._wheel = wheel
         self._root = root
-        self._made: dict[str | None, Path] = {}
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="venv")
+        self._made = {extra: self._pool.submit(self._make, extra) for extra in extras}
 
     def bin(self, extra: str | None) -> Path:
-        """The ``bin`` folder of the environment with ``extra``, made on first use."""
-        if extra not in self._made:
-            home = self._root / (extra or "base")
-            venv.EnvBuilder(with_pip=False, system_site_packages=False).create(home)
-            target = f"{self._wheel}[{extra}]" if extra else str(self._wheel)
-            done = run([sys.executable, "-m", "pip", "--python", str(home / "bin" / "python"),
-                        "install", "-q", target], cwd=self._root, timeout=PIP_TIMEOUT)
-            assert done.returncode == 0, done.stdout + done.stderr
-            (home / "pipeline.yaml").write_text(PIPELINE)
-            (home / "kafka.yaml").write_text(KAFKA_PIPELINE)
-            self._made[extra] = home / "bin"
-        return self._made[extra]
+        """The ``bin`` folder of the environment with ``extra``, once it is made."""
+        return self._made[extra].result()
+
+    def close(self) -> None:
+        """Wait for the environments still being made (none is left half-made)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _make(self, extra: str | None) -> Path:
+        home = self._root / (extra or "base")
+        venv.EnvBuilder(with_pip=False, system_site_packages=False).create(home)
+        target = f"{self._wheel}[{extra}]" if extra else str(self._wheel)
+        # --no-compile: the commands below import a few modules; compiling all of
+        # pyspark's to bytecode would be most of the install's time
+        done = run([sys.executable, "-m", "pip", "--python", str(home / "bin" / "python"),
+                    "install", "-q", "--no-compile", target], cwd=self._root,
+                   timeout=PIP_TIMEOUT)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (home / "pipeline.yaml").write_text(PIPELINE)
+        (home / "kafka.yaml").write_text(KAFKA_PIPELINE)
+        return home / "bin"
 
 
 @pytest.fixture(scope="module")
-def environments(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Environments:
-    return Environments(wheel, tmp_path_factory.mktemp("venvs"))
+def environments(wheel: Path, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Environments]:
+    made = Environments(wheel, tmp_path_factory.mktemp("venvs"), [None, *CHECKS])
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def test_the_wheel_holds_the_product_and_its_sinks(wheel: Path) -> None:

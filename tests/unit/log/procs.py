@@ -1,7 +1,8 @@
 """Child processes for the multi-process log tests (run with ``python -m``).
 
     consume ROOT GROUP TOPIC OUT   join GROUP, append "partition offset key" lines to OUT
-                                   for every record, commit after each batch, forever
+                                   for every record ("owns P,P" when its partitions
+                                   change), commit after each batch, forever
     produce ROOT TOPIC START COUNT append COUNT records with ids START.., 50 per batch
     crash ROOT TOPIC COUNT         append COUNT records (ids 0..) in batches of 50 to 3
                                    partitions, then exit at once: no close, no checkpoint
@@ -23,8 +24,13 @@ def consume(root: str, group: str, topic: str, out: str) -> None:
     consumer = FileLog(root).consumer(group, topics=[topic])
     with Path(out).open("a", buffering=1) as sink:
         print(f"member {consumer.member_id}", file=sink)
+        owned: set[int] | None = None
         while True:
             batch = consumer.poll(100, timeout=0.5)
+            now = {tp.partition for tp in consumer.assignment()}
+            if now != owned:
+                owned = now
+                print(f"owns {','.join(str(p) for p in sorted(now))}", file=sink)
             for m in batch:
                 sink.write(f"{m.partition} {m.offset} {m.key.decode()}\n")
             sink.flush()

@@ -32,11 +32,28 @@ def read_out(path: Path) -> list[tuple[int, int, int]]:
         return []
     rows = []
     for line in path.read_text().splitlines():
-        if not line.startswith("member"):
+        if not line.startswith(("member", "owns")):
             p, o, k = line.split()
             key = orjson.loads(k)
             rows.append((int(p), int(o), key["id"] if isinstance(key, dict) else int(key)))
     return rows
+
+
+def owned(path: Path) -> set[int] | None:
+    """The partitions a member process last said it owns (None before it said)."""
+    if not path.exists():
+        return None
+    said = [line for line in path.read_text().splitlines() if line.startswith("owns")]
+    return {int(p) for p in said[-1].split()[1].split(",") if p} if said else None
+
+
+def settled(outs: list[Path], partitions: int = 4) -> bool:
+    """True once every member owns some partitions, no two the same, all of them owned."""
+    shares = [owned(out) for out in outs]
+    if any(not share for share in shares):
+        return False
+    every = [p for share in shares for p in share or ()]
+    return sorted(every) == list(range(partitions))
 
 
 def stop(*procs: subprocess.Popen[bytes]) -> None:
@@ -71,7 +88,7 @@ def test_load_balancing_splits_partitions(log_dir: Path, tmp_path: Path) -> None
     outs = [tmp_path / "m1.out", tmp_path / "m2.out"]
     procs = [spawn("consume", str(log_dir), "workers", TOPIC, str(o)) for o in outs]
     try:
-        time.sleep(1.5)  # both members join and settle
+        wait_for(lambda: settled(outs))  # both members joined and split the partitions
         log.producer().append(records(range(800)))
         wait_for(lambda: sum(len(read_out(o)) for o in outs) >= 800)
         time.sleep(0.5)
@@ -92,7 +109,7 @@ def test_rebalance_when_a_member_dies_and_redelivery_from_commit(log_dir: Path,
     a = spawn("consume", str(log_dir), "workers", TOPIC, str(first))
     b = spawn("consume", str(log_dir), "workers", TOPIC, str(second))
     try:
-        time.sleep(1.5)
+        wait_for(lambda: settled([first, second]))
         log.producer().append(records(range(400)))
         wait_for(lambda: len(read_out(first)) + len(read_out(second)) >= 400)
         os.kill(a.pid, signal.SIGKILL)  # dies holding its partitions
