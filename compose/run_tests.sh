@@ -15,7 +15,7 @@ unit_pid=$!
 trap 'kill "$unit_pid" 2>/dev/null; rm -f "$unit_report"' EXIT INT TERM
 
 echo "== integration tests (the unit tests run beside them; their report follows)"
-"$PYTEST" tests/integration -q "$@"
+"$PYTEST" tests/integration -q --durations=25 "$@"  # the slowest: where suite time goes
 integration=$?
 
 wait "$unit_pid"

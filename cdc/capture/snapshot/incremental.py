@@ -7,7 +7,9 @@ high watermark. When the high watermark comes through the stream, the chunk's ro
 a streamed transaction invisible in the chunk's snapshot touched are dropped
 (``watermarks``), and the rest are appended as ``r`` events at the high watermark's
 position ``(lsn, seq)`` — after every change they include, before every change they do
-not. Then the table's progress (last key, chunks, rows) is appended to
+not (``lsn`` from ``message_commit_lsn``: PostgreSQL reports the watermark at the LSN
+where a transaction committed right after it may begin). Then the table's progress
+(last key, chunks, rows) is appended to
 ``<prefix>._snapshots``; after a crash the snapshot resumes after the last recorded chunk.
 """
 
@@ -30,7 +32,7 @@ from cdc.errors import SourceError
 from cdc.log import Position, Producer, Record
 
 from ..events import CommitInfo, TableShape, complete, insert_events, truncate_event
-from ..lsn import format_lsn, parse_lsn
+from ..lsn import format_lsn, message_commit_lsn, parse_lsn
 from ..pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
 from ..schema.shapes import ShapeRegistry
 from ..source import session
@@ -396,6 +398,7 @@ class IncrementalSnapshots:
             self._retry_at = time.monotonic() + 1.0
             return
         dropped = self._trackers[shape.topic].superseded(chunk.snapshot)
+        lsn = message_commit_lsn(lsn)  # before a transaction committed right after it
         events = [insert_events(shape, values, lsn, "r")[0] for values in chunk.rows]
         keep = surviving([e.key for e in events], dropped)
         commit = CommitInfo(orjson.dumps(self.database), lsn, 0,

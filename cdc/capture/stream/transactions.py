@@ -37,6 +37,7 @@ from ..events import (
     truncate_event,
     update_events,
 )
+from ..lsn import message_commit_lsn
 from ..pgoutput import (
     Begin,
     BeginPrepare,
@@ -317,6 +318,7 @@ class TransactionAssembler:
             if message.prefix == DDL_PREFIX:  # DROP TABLE: readers drop the rows too
                 self._emit(self._dropped(message.content, wal_lsn), message.xid)
         else:
-            commit = CommitInfo(self._db_json, message.lsn, 0, "")
+            at = message_commit_lsn(message.lsn)  # before a transaction committed after it
+            commit = CommitInfo(self._db_json, at, 0, "")
             self.ready.append(Record(event.topic, event.key, complete(event, commit, 0),
-                                     Position(message.lsn, 0)))
+                                     Position(at, 0)))
