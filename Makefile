@@ -93,11 +93,14 @@ bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark 
 # The pgoutput decoder, then the native core's entry points against their Python
 # reference, fuzzed for FUZZ_SECONDS in all (atheris; half each), then the whole pipeline under
 # faults (python -m chaos; CHAOS_ARGS="--short" for the quick version). Needs root for the
-# log's tmpfs. BACKEND=kafka runs it with the Kafka log (a local Kafka is started).
+# log's tmpfs. BACKEND=kafka runs it on a local 3-broker Kafka cluster with two capture
+# replicas, adding faults: the streaming replica stalled (SIGSTOP/SIGCONT), a broker killed.
 chaos: setup
 	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
 	$(BIN)/python -m chaos.fuzz_native -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
 	$(BIN)/python -m chaos --backend $(BACKEND) $(CHAOS_ARGS)
 
+# The download cache (jars, PostgreSQL builds; /var/cache/distributary, shared by every
+# clone, or .cache/ or $DISTRIBUTARY_CACHE) is kept: remove it by hand to download again.
 clean:
 	rm -rf .data .pytest_cache .mypy_cache .ruff_cache

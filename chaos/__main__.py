@@ -41,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds of workload (default 600, short: 40)")
     parser.add_argument("--seed", type=int, default=1, help="random seed (faults, workload)")
     parser.add_argument("--backend", choices=("file", "kafka"), default="file",
-                        help="the log: the file backend on a small tmpfs, or Kafka "
-                             "(DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP, else one started here)")
+                        help="the log: the file backend on a small tmpfs, or Kafka with two "
+                             "capture replicas (DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP, else a "
+                             "3-broker cluster started here)")
     parser.add_argument("--keep-logs", type=Path, default=None, metavar="DIR",
                         help="copy the output of cdc capture and cdc connect here")
     args = parser.parse_args(argv)

@@ -1,9 +1,11 @@
 """One chaos run: servers, pipeline, workload and faults, then the checks.
 
-The log is the file backend on a small tmpfs (so the disk can be filled) or Kafka
-(``backend="kafka"``: the Kafka named by ``DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP``, else one
-the harness starts; no disk-full fault then). The run begins with an initial snapshot of
-rows that predate the slot, interrupted by the faults of ``snapshot_faults``.
+The log is the file backend on a small tmpfs (so the disk can be filled; one capture)
+or Kafka (``backend="kafka"``: two capture replicas that take over from each other, on
+the cluster given, else the Kafka named by ``DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP``, else a
+3-broker cluster the harness starts; no disk-full fault then, and brokers are killed
+only on a cluster the harness was handed or started). The run begins with an initial
+snapshot of rows that predate the slot, interrupted by the faults of ``snapshot_faults``.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import yaml
 from cdc.capture.lsn import parse_lsn
 from cdc.config import PipelineConfig, load_config
 from cdc.log.open import open_log
-from compose.launcher import KafkaServer
+from compose.launcher.kafka import KafkaCluster
 
 from .diskfill import SmallFilesystem
 from .faults import FaultInjector, FaultPlan, schedule
 from .processes import SupervisedProcess
+from .replicas import CaptureReplicas
 from .schema import TABLES, create_schema
 from .servers import ChaosServers
 from .snapshot_faults import SnapshotPlan, interrupted_snapshot, prefill
@@ -58,7 +61,8 @@ class ChaosOptions:
     snapshot: SnapshotPlan
     keep_logs: Path | None = None  # copy the children's output here at the end
     backend: str = "file"  # or "kafka"
-    kafka_bootstrap: str | None = None  # kafka: this cluster (else the env's, or started)
+    kafka_bootstrap: str | None = None  # kafka: these brokers (else the env's, or started)
+    kafka_cluster: KafkaCluster | None = None  # kafka: this cluster (its brokers killed)
 
 
 def full_options(duration: float, seed: int) -> ChaosOptions:
@@ -66,7 +70,8 @@ def full_options(duration: float, seed: int) -> ChaosOptions:
     return ChaosOptions(
         duration=duration, seed=seed, catch_up_s=900,
         faults=FaultPlan(kill_capture=22, kill_connect=22, stop_opensearch=1, stop_redis=1,
-                         restart_postgres=2, fill_disk=1, outage_s=60, disk_full_s=20),
+                         restart_postgres=2, fill_disk=1, outage_s=60, disk_full_s=20,
+                         stall_capture=10, kill_broker=3),
         workload=WorkloadPlan(rate=25, large_rows=200_000, large_every_s=duration / 4,
                               truncate_every_s=45),
         snapshot=SnapshotPlan(bulk_rows=200_000, other_rows=20_000, crash_at_batch=20),
@@ -78,7 +83,8 @@ def short_options(duration: float, seed: int) -> ChaosOptions:
     return ChaosOptions(
         duration=duration, seed=seed, catch_up_s=180,
         faults=FaultPlan(kill_capture=3, kill_connect=3, stop_opensearch=1, stop_redis=1,
-                         restart_postgres=1, fill_disk=1, outage_s=4, disk_full_s=4),
+                         restart_postgres=1, fill_disk=1, outage_s=4, disk_full_s=4,
+                         stall_capture=1, kill_broker=1),
         workload=WorkloadPlan(rate=20, large_rows=5_000, large_every_s=duration / 3,
                               truncate_every_s=15),
         snapshot=SnapshotPlan(bulk_rows=30_000, other_rows=5_000, crash_at_batch=3),
@@ -95,6 +101,7 @@ class ChaosResult:
     workload: WorkloadStats
     findings: Findings
     unexpected_exits: int
+    takeovers: int = 0  # of the slot by another capture replica
 
     @property
     def fault_total(self) -> int:
@@ -108,7 +115,8 @@ class ChaosResult:
     def summary(self) -> str:
         """The last line of the run."""
         found = self.findings
-        return (f"chaos: runs={self.runs} faults={self.fault_total} lost={found.lost} "
+        return (f"chaos: runs={self.runs} faults={self.fault_total} "
+                f"takeovers={self.takeovers} lost={found.lost} "
                 f"duplicated={found.duplicated} diverged={found.diverged}")
 
 
@@ -125,7 +133,7 @@ def write_pipeline(workdir: Path, log_dir: Path, servers: ChaosServers, dsn: str
         "retention": {"time": "forever", "size": "forever"}, "segment_bytes": "8MiB",
         "fsync": True}
     if kafka is not None:
-        log_section = {"backend": "kafka", "bootstrap_servers": [kafka],
+        log_section = {"backend": "kafka", "bootstrap_servers": kafka.split(","),
                        "topic_prefix": prefix, "partitions": 3}
     data: dict[str, Any] = {
         "source": {"dsn": dsn, "slot": NAME, "publication": NAME,
@@ -185,61 +193,75 @@ def _groups_caught_up(config: PipelineConfig) -> bool:
         event_log.close()
 
 
-def _kafka(options: ChaosOptions, started: list[KafkaServer]) -> str | None:
-    """The Kafka bootstrap address for a ``kafka`` run (one started here if none is
-    named by ``DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP``); None for the file backend."""
+def _kafka(options: ChaosOptions,
+           started: list[KafkaCluster]) -> tuple[str | None, KafkaCluster | None]:
+    """The Kafka bootstrap address of a ``kafka`` run, and the cluster whose brokers the
+    faults may kill (None when the brokers are someone else's); (None, None) for the
+    file backend."""
     if options.backend != "kafka":
-        return None
+        return None, None
+    if options.kafka_cluster is not None:
+        return options.kafka_cluster.bootstrap_servers, options.kafka_cluster
     named = options.kafka_bootstrap or os.environ.get("DISTRIBUTARY_TEST_KAFKA_BOOTSTRAP")
     if named:
-        return named
-    server = KafkaServer()
-    server.start()
-    started.append(server)
-    return server.bootstrap_servers
+        return named, None
+    cluster = KafkaCluster(3)
+    cluster.start()
+    started.append(cluster)
+    return cluster.bootstrap_servers, cluster
+
+
+def _plan_for(options: ChaosOptions, cluster: KafkaCluster | None) -> FaultPlan:
+    """The faults this log can take: the disk fills only under the file log; replicas
+    stall and brokers die only on Kafka (brokers only on a cluster the harness owns)."""
+    plan = options.faults
+    if options.backend == "kafka":
+        plan = dataclasses.replace(plan, fill_disk=0)
+    else:
+        plan = dataclasses.replace(plan, stall_capture=0, kill_broker=0)
+    if cluster is None:
+        plan = dataclasses.replace(plan, kill_broker=0)
+    return plan
 
 
 def run_chaos(options: ChaosOptions) -> ChaosResult:
     """Start everything, write while faults strike, wait for quiet, check, stop all."""
     if options.backend not in ("file", "kafka"):
         raise ValueError(f"backend {options.backend!r}: use 'file' or 'kafka'")
-    if options.backend == "kafka":  # the log is not on a filesystem the harness owns
-        options = dataclasses.replace(options, faults=dataclasses.replace(options.faults,
-                                                                          fill_disk=0))
     rng = random.Random(options.seed)
     workdir = Path(tempfile.mkdtemp(prefix="distributary-chaos-"))
     servers = ChaosServers()
     disk = SmallFilesystem(workdir / "logfs", options.log_fs_bytes)
-    kafka_servers: list[KafkaServer] = []
+    kafka_clusters: list[KafkaCluster] = []
     children: list[SupervisedProcess] = []
     stop, abort = threading.Event(), threading.Event()
     try:
         if options.backend == "file":
             disk.mount()
         servers.start()
-        kafka = _kafka(options, kafka_servers)
+        kafka, cluster = _kafka(options, kafka_clusters)
+        plan = _plan_for(options, cluster)
         dsn = servers.postgres.create_database(NAME)
         create_schema(dsn)
         prefill(dsn, options.snapshot)
         log_dir = disk.mountpoint / "log"
         pipeline = write_pipeline(workdir, log_dir, servers, dsn, kafka)
         config = load_config(pipeline)
-        capture = SupervisedProcess("capture", ["capture", "-c", str(pipeline)],
-                                    workdir / "capture.log")
+        captures = CaptureReplicas(2 if kafka else 1, pipeline, workdir, dsn, NAME)
         connect = SupervisedProcess("connect", ["connect", "-c", str(pipeline)],
                                     workdir / "connect.log")
-        children += [capture, connect]
+        children += [*captures.processes, connect]
         workload = Workload(dsn, rng, options.workload)
-        injector = FaultInjector(options.faults, servers, capture, connect, disk)
-        interrupted_snapshot(dsn, NAME, capture, options.snapshot, injector.done,
+        injector = FaultInjector(plan, servers, captures, connect, disk, cluster)
+        interrupted_snapshot(dsn, NAME, captures.first, options.snapshot, injector.done,
                              injector.errors)
-        capture.start()
+        captures.start()
         wait_until(lambda: _slot_exists(dsn), 60, "the capture created its slot")
         connect.start()
         writer = threading.Thread(target=workload.run, args=(stop,), name="workload",
                                   daemon=True)
         faults = threading.Thread(target=injector.run, name="faults", daemon=True, args=(
-            schedule(options.faults, options.duration, rng), abort))
+            schedule(plan, options.duration, rng), abort))
         writer.start()
         faults.start()
         time.sleep(options.duration)
@@ -249,10 +271,10 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         log.info("workload stopped after %d transactions; waiting for the pipeline",
                  workload.stats.transactions)
         target = _current_lsn(dsn)
-        failures = capture.failures + connect.failures
+        failures = captures.failures + connect.failures
         wait_until(lambda: _not_crash_looping(children, failures)
                    and _slot_flushed_past(dsn, target), options.catch_up_s,
-                   f"the capture acknowledged everything ({capture.log_tail()})")
+                   f"the capture acknowledged everything ({_tails(captures.processes)})")
         wait_until(lambda: _not_crash_looping(children, failures)
                    and _groups_caught_up(config), options.catch_up_s,
                    f"the connectors caught up ({connect.log_tail()})")
@@ -264,17 +286,18 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         for child in children:
             child.stop()
         return ChaosResult(
-            runs=capture.runs + connect.runs, faults=dict(injector.done),
+            runs=captures.runs + connect.runs, faults=dict(injector.done),
             fault_errors=injector.errors, workload=workload.stats, findings=findings,
-            unexpected_exits=sum(c.failures for c in children))
+            unexpected_exits=sum(c.failures for c in children),
+            takeovers=captures.takeovers())
     finally:
         stop.set()
         abort.set()
         for child in children:
             child.stop(timeout=20)
         servers.stop()
-        for server in kafka_servers:
-            server.stop()
+        for started in kafka_clusters:
+            started.stop()
         if options.keep_logs is not None:
             options.keep_logs.mkdir(parents=True, exist_ok=True)
             for child in children:
@@ -287,14 +310,18 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _tails(children: list[SupervisedProcess], lines: int = 15) -> str:
+    return "\n".join(f"--- {c.name}:\n{c.log_tail(lines)}" for c in children)
+
+
 CRASH_LOOP = 8  # exits of a child, not caused by a fault, while waiting for quiet
 
 
 def _not_crash_looping(children: list[SupervisedProcess], failures_before: int) -> bool:
     """True; RuntimeError with the output when the children keep failing on their own."""
     if sum(c.failures for c in children) - failures_before >= CRASH_LOOP:
-        tails = "\n".join(f"--- {c.name}:\n{c.log_tail(25)}" for c in children)
-        raise RuntimeError(f"cdc keeps exiting on its own after the faults ended:\n{tails}")
+        raise RuntimeError("cdc keeps exiting on its own after the faults ended:\n"
+                           + _tails(children, 25))
     return True
 
 

@@ -104,6 +104,22 @@ class SupervisedProcess:
         self.kills += 1
         return True
 
+    @property
+    def pid(self) -> int | None:
+        """The running child's pid (None between runs)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def signal(self, signum: int) -> bool:
+        """Send ``signum`` to the running child's process group; False if none ran."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                return False
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signum)
+        return True
+
     def stop(self, timeout: float = 60) -> int | None:
         """Stop supervising, then SIGTERM the child (SIGKILL after ``timeout``)."""
         self._stopping.set()
@@ -115,6 +131,7 @@ class SupervisedProcess:
             return None
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)  # a stalled child cannot stop
                 os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=timeout)

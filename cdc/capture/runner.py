@@ -187,7 +187,8 @@ class Capture:
         # where heartbeats and publication changes are written: the source, or on a
         # standby the primary (source.primary_dsn, connected below), or nowhere
         write_conn = None if role.standby else catalog_conn
-        spool = StreamSpool(Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
+        spool = StreamSpool.for_process(
+            Path(tempfile.gettempdir()) / f"distributary-spool-{source.slot}")
         repl = ReplicationConnection(dsn)
         self.stats.sessions += 1
         try:

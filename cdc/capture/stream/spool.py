@@ -9,6 +9,7 @@ Abort of the top-level xid deletes the file.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import struct
 import tempfile
@@ -35,6 +36,18 @@ class StreamSpool:
             self.directory = directory
         self._files: dict[int, BinaryIO] = {}
         self._aborted: dict[int, set[int]] = {}
+
+    @classmethod
+    def for_process(cls, base: Path, pid: int | None = None) -> StreamSpool:
+        """A spool in ``base/<pid>``: replicas of one capture on one host (same slot, so
+        same ``base``) never empty each other's files. Spools of processes no longer
+        running are removed first (PostgreSQL resends what they held)."""
+        own = os.getpid() if pid is None else pid
+        base.mkdir(parents=True, exist_ok=True)
+        for entry in base.iterdir():
+            if entry.name.isdigit() and int(entry.name) != own and not _running(int(entry.name)):
+                shutil.rmtree(entry, ignore_errors=True)
+        return cls(base / str(own))
 
     def _file(self, xid: int) -> BinaryIO:
         out = self._files.get(xid)
@@ -136,3 +149,14 @@ class CommittedSpool(Iterator[PendingEvent]):
         """Remove the spool file (every event was read, or none is wanted)."""
         self._file = None
         self._spool.discard(self.xid)
+
+
+def _running(pid: int) -> bool:
+    """True while a process ``pid`` exists (whoever owns it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

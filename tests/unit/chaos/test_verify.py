@@ -116,11 +116,12 @@ def test_a_reconcile_that_cannot_finish_is_a_divergence() -> None:
 def test_the_report_prints_the_reconcile_line_just_before_the_last() -> None:
     found = Findings(reconcile_summary="reconcile: tables=3 rows=9 missing=0 extra=0 "
                                        "different=0")
-    result = ChaosResult(runs=2, faults={"kill_capture": 1}, fault_errors=[],
-                         workload=WorkloadStats(), findings=found, unexpected_exits=0)
+    result = ChaosResult(runs=2, faults={"kill_capture": 1, "stall_capture": 2},
+                         fault_errors=[], workload=WorkloadStats(), findings=found,
+                         unexpected_exits=0, takeovers=2)
     lines = report(result).splitlines()
     assert lines[-2] == found.reconcile_summary
-    assert lines[-1] == "chaos: runs=2 faults=1 lost=0 duplicated=0 diverged=0"
+    assert lines[-1] == "chaos: runs=2 faults=3 takeovers=2 lost=0 duplicated=0 diverged=0"
 
 
 def test_the_schedule_holds_every_fault_within_the_run() -> None:
@@ -134,3 +135,16 @@ def test_the_schedule_holds_every_fault_within_the_run() -> None:
     assert [at for at, _ in timed] == sorted(at for at, _ in timed)
     outage = next(at for at, kind in timed if kind == "stop_opensearch")
     assert outage + 60 < 600, "the outage ends before the workload does"
+
+
+def test_broker_kills_are_spread_and_stalls_fall_anywhere() -> None:
+    plan = FaultPlan(kill_capture=2, kill_connect=0, stop_opensearch=0, stop_redis=0,
+                     restart_postgres=0, fill_disk=0, outage_s=30, disk_full_s=0,
+                     stall_capture=10, kill_broker=3)
+    timed = schedule(plan, 300, random.Random(3))
+    kinds = [kind for _, kind in timed]
+    assert kinds.count("stall_capture") == 10 and kinds.count("kill_broker") == 3
+    brokers = [at for at, kind in timed if kind == "kill_broker"]
+    assert all(later - earlier >= 30 for earlier, later in zip(brokers, brokers[1:])), \
+        "one broker down at a time: each outage ends before the next begins"
+    assert brokers[-1] + 30 < 300
