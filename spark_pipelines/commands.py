@@ -81,17 +81,9 @@ class ReplayRun:
 
     def resolve_as_of(self, text: str, tables: list[TableHistory]) -> int:
         """``--as-of`` as a commit LSN (a time becomes the newest LSN at or before it)."""
-        if _LSN.fullmatch(text):
+        when = as_of_time(text)
+        if when is None:
             return parse_lsn(text)
-        try:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise ReplayError(f"--as-of: {text!r} is neither an LSN nor an ISO time; give "
-                              "an LSN like 0/16B37A0 or a time like 2026-11-21T10:00:00Z"
-                              ) from None
-        if when.tzinfo is None:
-            raise ReplayError(f"--as-of: {text!r} has no time zone; add one, like "
-                              f"{text}Z (UTC) or {text}+02:00")
         topics = {self.source.topic(t.name): self.source.end_offsets(self.source.topic(t.name))
                   for t in tables}
         lsn = lsn_at(self.spark, self.source, topics, when)
@@ -100,10 +92,33 @@ class ReplayRun:
         return lsn
 
 
+def as_of_time(text: str) -> datetime | None:
+    """``--as-of`` as a time, ``None`` when it is an LSN; ``ReplayError`` when it is
+    neither an LSN nor an ISO time with a zone."""
+    if _LSN.fullmatch(text):
+        return None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ReplayError(f"--as-of: {text!r} is neither an LSN nor an ISO time; give "
+                          "an LSN like 0/16B37A0 or a time like 2026-11-21T10:00:00Z"
+                          ) from None
+    if when.tzinfo is None:
+        raise ReplayError(f"--as-of: {text!r} has no time zone; add one, like "
+                          f"{text}Z (UTC) or {text}+02:00")
+    return when
+
+
 @contextmanager
 def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
-            output: Path | None, progress: bool, job: str) -> Iterator[ReplayRun]:
+            output: Path | None, progress: bool, job: str,
+            as_of: str | None = None) -> Iterator[ReplayRun]:
     config = load_config_or_exit(config_path)
+    if as_of is not None:
+        try:  # a mistyped --as-of fails at once, not after Spark started and read the log
+            as_of_time(as_of)
+        except ReplayError as exc:
+            raise click.ClickException(str(exc)) from None
     console = Console(stderr=True)
     conf: Mapping[str, object] = config.spark.conf
     if config.log.backend == "kafka":
@@ -153,7 +168,8 @@ def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
 
     Example: cdc replay materialize -c pipeline.yaml --tables public.orders
     """
-    with _replay(config_path, master, tables, output, progress, "materialize") as run:
+    with _replay(config_path, master, tables, output, progress, "materialize",
+                 as_of) as run:
         chosen = run.tables()
         lsn = run.resolve_as_of(as_of, chosen) if as_of else None
         print_summary(run, "materialized", materialize_tables(
@@ -169,7 +185,8 @@ def state_as_of(config_path: Path, master: str | None, tables: tuple[str, ...],
 
     Example: cdc replay state-as-of -c pipeline.yaml --as-of 2026-11-21T10:00:00Z
     """
-    with _replay(config_path, master, tables, output, progress, "state-as-of") as run:
+    with _replay(config_path, master, tables, output, progress, "state-as-of",
+                 as_of) as run:
         chosen = run.tables()
         lsn = run.resolve_as_of(as_of, chosen)
         print_summary(run, f"state as of {format_lsn(lsn)}", materialize_tables(
@@ -248,7 +265,8 @@ def aggregates(config_path: Path, master: str | None, tables: tuple[str, ...],
     """
     from .aggregates import run_aggregates, select_aggregates, tables_read_by
 
-    with _replay(config_path, master, tables, output, progress, "aggregates") as run:
+    with _replay(config_path, master, tables, output, progress, "aggregates",
+                 as_of) as run:
         chosen = select_aggregates(run.config.spark.aggregates, names, config_path)
         histories = run.tables()
         if not tables:

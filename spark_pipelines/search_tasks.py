@@ -76,6 +76,7 @@ class SearchRecipe:
 def create_indices(client: OpenSearch, config: OpenSearchSinkConfig,
                    temporaries: Sequence[str]) -> None:
     """Create the index behind each temporary alias (``<temporary>-1``) if missing."""
-    catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()))
+    catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()),
+                           replicas=config.replicas)
     for temporary in temporaries:
         catalog.state(temporary, temporary)

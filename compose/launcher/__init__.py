@@ -4,7 +4,7 @@ Used by tests, the demo and the benchmarks; ``services`` picks the launcher, a D
 engine through testcontainers, or an existing server named by an environment variable.
 """
 
-from .base import LocalServer, ServerError, cache_dir, free_port
+from .base import LocalServer, ServerError, cache_dir, file_lock, free_port
 from .jars import resolve_jars, spark_kafka_jars
 from .kafka import KafkaServer
 from .opensearch import OpenSearchServer
@@ -19,6 +19,7 @@ __all__ = [
     "RedisServer",
     "ServerError",
     "cache_dir",
+    "file_lock",
     "free_port",
     "resolve_jars",
     "spark_kafka_jars",

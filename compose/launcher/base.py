@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -18,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED_CACHE = Path("/var/cache/distributary")
+"""The machine-wide default of ``cache_dir()``, shared by every clone of the repository."""
 
 
 class ServerError(RuntimeError):
@@ -42,13 +45,44 @@ def free_port() -> int:
 
 
 def cache_dir() -> Path:
-    """The one git-ignored folder for downloads (jars), kept between runs.
+    """The folder for downloads (jars, PostgreSQL builds), kept between runs and clones.
 
-    ``DISTRIBUTARY_CACHE`` overrides the default ``<repo>/.cache``.
+    ``DISTRIBUTARY_CACHE`` names it; else the machine-wide ``/var/cache/distributary`` when
+    this user may write there (root may), else the git-ignored ``<repo>/.cache``. It is
+    made world-readable: the PostgreSQL builds in it run as ``postgres`` (a cache under
+    root's mode-700 home could not be read by that user).
     """
-    path = Path(os.environ.get("DISTRIBUTARY_CACHE", _REPO_ROOT / ".cache"))
+    configured = os.environ.get("DISTRIBUTARY_CACHE")
+    if configured:
+        return _readable_dir(Path(configured))
+    with contextlib.suppress(OSError):
+        return _readable_dir(SHARED_CACHE, require_writable=True)
+    return _readable_dir(_REPO_ROOT / ".cache")
+
+
+def _readable_dir(path: Path, *, require_writable: bool = False) -> Path:
+    """``path``, created if missing; readable and searchable by all when this user owns it."""
     path.mkdir(parents=True, exist_ok=True)
+    status = path.stat()
+    if status.st_uid == os.geteuid() and status.st_mode & 0o555 != 0o555:
+        path.chmod(status.st_mode & 0o7777 | 0o555)  # a umask may have taken those bits
+    if require_writable and not os.access(path, os.W_OK | os.X_OK):
+        raise PermissionError(f"{path}: not writable by this user")
     return path
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` across processes (the file is made if missing),
+    e.g. so that parallel runs download or unpack a thing into ``cache_dir()`` only once.
+    Its folder is made readable by all, like ``cache_dir()``."""
+    _readable_dir(path.parent)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def wait_until(ready: Callable[[], bool], *, timeout: float, what: str,

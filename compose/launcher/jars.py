@@ -1,27 +1,26 @@
 """Jars from Maven Central for the launcher's JVM servers, cached under ``cache_dir()``.
 
 A bundle is a POM in ``compose/jars/<bundle>.xml``; ``resolve_jars`` copies its runtime
-dependencies into ``cache_dir()/jars/<bundle>[-<version>]`` with Maven, using a local
-repository in ``cache_dir()/m2`` so that every download lives in the one ignored folder.
-A marker file, written only after Maven succeeded, records a fingerprint of the POM and
-the properties: a second call with the same inputs returns at once, without Maven or the
-network; a changed POM or property resolves the bundle again.
+dependencies into ``cache_dir()/jars/<bundle>[-<version>]-<fingerprint>`` with Maven, using
+a local repository in ``cache_dir()/m2`` so that every download lives in the one cache
+folder. The fingerprint is of the POM and the properties, so clones at different commits
+sharing the machine-wide cache each keep their own folder. A marker file, written only
+after Maven succeeded, records it: a second call with the same inputs returns at once,
+without Maven or the network. Maven runs under a lock on the bundle's folder and one on
+the local repository, so parallel runs download each jar once and never meet half-written.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-from .base import ServerError, cache_dir
+from .base import ServerError, cache_dir, file_lock
 
 _POM_DIR = Path(__file__).resolve().parents[1] / "jars"
 _MARKER = ".resolved"
@@ -41,17 +40,19 @@ def resolve_jars(bundle: str, properties: dict[str, str] | None = None) -> list[
     if not pom.is_file():
         raise ServerError(f"jar bundle {bundle!r}: no POM at {pom}")
     versions = [value for key, value in sorted(props.items()) if key.endswith("version")]
-    root = cache_dir() / "jars"
-    out = root / "-".join([bundle, *versions])
     fingerprint = hashlib.sha256(
         pom.read_bytes() + json.dumps(props, sort_keys=True).encode()).hexdigest()
-    with _locked(root / f"{out.name}.lock"):
-        marker = out / _MARKER
-        if not (marker.is_file() and marker.read_text().strip() == fingerprint):
-            shutil.rmtree(out, ignore_errors=True)
-            _copy_dependencies(bundle, pom, out, props)
-            out.mkdir(parents=True, exist_ok=True)
-            marker.write_text(fingerprint + "\n")
+    root = cache_dir() / "jars"
+    out = root / "-".join([bundle, *versions, fingerprint[:12]])
+    marker = out / _MARKER
+    if not (marker.is_file() and marker.read_text().strip() == fingerprint):
+        with file_lock(root / f"{out.name}.lock"):
+            if not (marker.is_file() and marker.read_text().strip() == fingerprint):
+                shutil.rmtree(out, ignore_errors=True)  # a run stopped half-way left it
+                with file_lock(cache_dir() / "m2.lock"):
+                    _copy_dependencies(bundle, pom, out, props)
+                out.mkdir(parents=True, exist_ok=True)
+                marker.write_text(fingerprint + "\n")
     jars = sorted(out.glob("*.jar"))
     if not jars:
         raise ServerError(f"jar bundle {bundle!r}: Maven copied no jars into {out}")
@@ -105,7 +106,8 @@ def _copy_dependencies(bundle: str, pom: Path, out: Path, props: dict[str, str])
             *(f"-D{key}={value}" for key, value in sorted(props.items()))]
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=_MAVEN_TIMEOUT, check=False)
+                              text=True, timeout=_MAVEN_TIMEOUT, check=False,
+                              umask=0o022)  # the cache is readable by all users
     except subprocess.TimeoutExpired as exc:
         raise ServerError(f"jar bundle {bundle!r}: Maven still running after "
                           f"{_MAVEN_TIMEOUT:.0f} s") from exc
@@ -114,15 +116,3 @@ def _copy_dependencies(bundle: str, pom: Path, out: Path, props: dict[str, str])
                  if line.strip() and not _MAVEN_BOILERPLATE.match(line)]
         tail = "\n".join(lines[-15:])
         raise ServerError(f"jar bundle {bundle!r}: Maven failed (exit {done.returncode}):\n{tail}")
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` so parallel runs resolve a bundle only once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

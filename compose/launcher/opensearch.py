@@ -49,6 +49,10 @@ public class DistributaryOpenSearch {
     public static void main(String[] args) throws Exception {
         OpenSearchRunner runner = new OpenSearchRunner();
         runner.setMaxHttpPort(-1);  // take -baseHttpPort + 1 as given, whatever the port
+        String nodeName = System.getProperty("distributary.node.name");
+        if (nodeName != null) {  // the runner names every node "Node <i>" otherwise
+            runner.onBuild((index, settings) -> settings.put("node.name", nodeName));
+        }
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try { runner.close(); } catch (Exception e) { e.printStackTrace(); }
         }));

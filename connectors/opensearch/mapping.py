@@ -148,16 +148,21 @@ def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
 
 
 def index_body(alias: str, truncate_version: int, tombstone_retention_s: int,
-               properties: Mapping[str, FieldMapping] | None = None) -> dict[str, Any]:
+               properties: Mapping[str, FieldMapping] | None = None, *,
+               replicas: int | None = None) -> dict[str, Any]:
     """The body creating a concrete index behind ``alias``.
 
     ``_meta.distributary.truncate_version`` is the version of the truncate that emptied
     the table: older writes are skipped. ``index.gc_deletes`` is how long a deleted
     document's version is remembered, so a replayed older write cannot bring it back.
+    ``replicas`` sets ``index.number_of_replicas`` (``None``: the cluster's default).
     """
+    settings: dict[str, Any] = {"gc_deletes": f"{tombstone_retention_s}s",
+                                "mapping": {"ignore_malformed": True}}
+    if replicas is not None:
+        settings["number_of_replicas"] = replicas
     return {
-        "settings": {"index": {"gc_deletes": f"{tombstone_retention_s}s",
-                               "mapping": {"ignore_malformed": True}}},
+        "settings": {"index": settings},
         "mappings": {
             "_meta": {"distributary": {"truncate_version": truncate_version}},
             "date_detection": False,

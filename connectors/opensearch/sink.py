@@ -103,7 +103,8 @@ class OpenSearchSink:
             raise translate(exc, f"connecting to {_addresses(config.hosts)} "
                                  "(config.hosts)") from exc
         self._client = client
-        self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()))
+        self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()),
+                                     replicas=config.replicas)
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply ``batch``: truncates first, then one versioned bulk request."""

@@ -17,6 +17,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic  # admin re-exports it, but untyped
 
+from compose.launcher import cache_dir, file_lock
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
@@ -48,9 +50,11 @@ def test_replay_settings_read_kafka(kafka_bootstrap: str, unique_name: str) -> N
     assert producer.flush(30) == 0 and failed == []
 
     env = dict(os.environ)
-    env.setdefault("DISTRIBUTARY_CACHE", str(REPO / ".cache"))  # the ignored download folder
-    done = subprocess.run([sys.executable, "-c", READ, kafka_bootstrap, unique_name],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+    env.setdefault("DISTRIBUTARY_CACHE", str(cache_dir()))  # the launcher's download cache
+    # Ivy's cache is not safe for two resolutions at once (two clones' tests, say)
+    with file_lock(Path(env["DISTRIBUTARY_CACHE"]) / "ivy.lock"):
+        done = subprocess.run([sys.executable, "-c", READ, kafka_bootstrap, unique_name],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+                              check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"values={','.join(values)}" in done.stdout.splitlines()

@@ -4,6 +4,7 @@ rows missing, extra or different in the log's replay, what reconcile reports of 
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -145,6 +146,6 @@ def test_broker_kills_are_spread_and_stalls_fall_anywhere() -> None:
     kinds = [kind for _, kind in timed]
     assert kinds.count("stall_capture") == 10 and kinds.count("kill_broker") == 3
     brokers = [at for at, kind in timed if kind == "kill_broker"]
-    assert all(later - earlier >= 30 for earlier, later in zip(brokers, brokers[1:])), \
-        "one broker down at a time: each outage ends before the next begins"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(brokers)]
+    assert min(gaps) >= 30, "one broker down at a time: each outage ends before the next"
     assert brokers[-1] + 30 < 300
