@@ -94,5 +94,9 @@ class SourceError(DistributaryError):
     """PostgreSQL refused, or the replication stream failed."""
 
 
+class SlotInUseError(SourceError):
+    """Another session (another replica of the capture) holds the replication slot."""
+
+
 class SinkError(DistributaryError):
     """A sink could not write."""

@@ -97,6 +97,7 @@ class FaultInjector:
         self.done: Counter[str] = Counter()
         self.errors: list[str] = []
         self._outages: list[threading.Thread] = []
+        self._stalled: set[SupervisedProcess] = set()  # capture replicas under SIGSTOP
 
     def run(self, timed: list[tuple[float, str]], stop: threading.Event) -> None:
         """Inject each fault at its time (until ``stop``), then wait for outages to end."""
@@ -110,8 +111,8 @@ class FaultInjector:
 
     def _inject(self, kind: str) -> None:
         log.info("fault: %s", kind)
-        if kind == "kill_capture":
-            self._kill(kind, self.captures.streaming(timeout=30))
+        if kind == "kill_capture":  # not a stalled one: its standby must take over first
+            self._kill(kind, self.captures.streaming(timeout=30, besides=self._stalled))
         elif kind == "kill_connect":
             self._kill(kind, self.connect)
         elif kind == "stall_capture":
@@ -149,9 +150,16 @@ class FaultInjector:
     def _stall(self) -> None:
         """SIGSTOP the streaming replica for ``stall_s`` (a standby takes over), then
         SIGCONT: it must notice it was fenced and stand by, writing nothing."""
-        process = self.captures.streaming(timeout=30)
-        self._outage("stall_capture", lambda: self._signal(process, signal.SIGSTOP),
-                     lambda: self._signal(process, signal.SIGCONT), self.plan.stall_s)
+        process = self.captures.streaming(timeout=30, besides=self._stalled)
+
+        def stall() -> None:
+            self._signal(process, signal.SIGSTOP)
+            self._stalled.add(process)
+
+        def resume() -> None:
+            self._stalled.discard(process)
+            self._signal(process, signal.SIGCONT)
+        self._outage("stall_capture", stall, resume, self.plan.stall_s)
 
     @staticmethod
     def _signal(process: SupervisedProcess, signum: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import psycopg
@@ -37,16 +38,18 @@ class CaptureReplicas:
         for process in self.processes:
             process.start()
 
-    def streaming(self, timeout: float) -> SupervisedProcess:
-        """The replica streaming the slot now; after ``timeout`` without one (PostgreSQL
-        down, a takeover under way), any replica."""
+    def streaming(self, timeout: float,
+                  besides: Collection[SupervisedProcess] = ()) -> SupervisedProcess:
+        """The replica streaming the slot now, unless it is one of ``besides`` (stalled:
+        wait for the takeover); after ``timeout`` without one (PostgreSQL down, a
+        takeover under way), any replica."""
         if len(self.processes) == 1:
             return self.first
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             pid = self._streaming_pid()
             found = next((p for p in self.processes if pid is not None and p.pid == pid), None)
-            if found is not None:
+            if found is not None and found not in besides:
                 return found
             time.sleep(0.2)
         return next((p for p in self.processes if p.alive()), self.first)

@@ -24,7 +24,7 @@ import psycopg
 
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
-from cdc.errors import LogFencedError, SourceError
+from cdc.errors import LogFencedError, SlotInUseError, SourceError
 from cdc.log import Log
 
 from .fallbacks import FALLBACKS, DecodeFallbacks
@@ -138,6 +138,11 @@ class Capture:
             except LogFencedError as exc:
                 log.warning("%s: another replica streams now; this one stands by",
                             exc, extra={"slot": self.config.source.slot})
+                self._standby.fenced()
+                delay = self.settings.backoff_initial_s
+            except SlotInUseError as exc:  # a standby that lost the race for a free slot
+                log.info("%s: another replica took it first; this one stands by", exc,
+                         extra={"slot": self.config.source.slot})
                 delay = self.settings.backoff_initial_s
             except psycopg.Error as exc:
                 if not (isinstance(exc, psycopg.OperationalError) or raced_ddl(exc)):

@@ -11,6 +11,11 @@ transactions, ``Producer.claim``) then keeps a replica that wakes up from writin
 
 Only a walsender that is streaming is ever terminated: one that holds the slot while it
 exports the initial snapshot has no reply time yet, and waits out its own timeout.
+
+A replica claims the log (fencing every other writer) a moment before it holds the slot.
+One whose writes were fenced therefore does not take the free slot back at once: it
+waits for the replica that fenced it to stream, or for ``takeover_after`` without one
+(that one died on its way). Else two replicas started together fence each other in turn.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import psycopg
 
 from ..findings import Finding
+from ..stream.replication import replica_name
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +80,11 @@ class Standby:
         self.takeover_after_s = takeover_after_s
         self.poll_s = poll_s
         self._denied: set[int] = set()  # holders this role may not terminate (logged once)
+        self._fenced_at: float | None = None  # when another replica claimed the log
+
+    def fenced(self) -> None:
+        """This replica's writes were fenced: another one claimed the log (module doc)."""
+        self._fenced_at = time.monotonic()
 
     def wait(self, conn: psycopg.Connection[Any], stop: threading.Event) -> Takeover | None:
         """Return once nobody holds the slot (a silent holder is terminated first); None
@@ -81,8 +92,14 @@ class Standby:
         takeover = Takeover()
         while not stop.is_set():
             holder = slot_holder(conn, self.slot)
+            if holder is not None and holder.name == replica_name():
+                holder = None  # this replica's own walsender, on its way out
             if holder is None:
-                return takeover
+                if not self._yielding(takeover):
+                    return takeover
+                stop.wait(self.poll_s)
+                continue
+            self._fenced_at = None  # whoever fenced this replica streams now
             takeover.last_life = time.monotonic() - holder.silent_s
             if not takeover.waited:
                 takeover.waited = True
@@ -94,6 +111,21 @@ class Standby:
                 self._terminate(conn, holder)
             stop.wait(self.poll_s)
         return None
+
+    def _yielding(self, takeover: Takeover) -> bool:
+        """Whether a fenced replica still leaves the free slot to the one that fenced it."""
+        if self._fenced_at is None:
+            return False
+        if not takeover.waited:
+            takeover.waited = True
+            takeover.last_life = self._fenced_at
+            log.info("another capture claimed the log of slot %s: standing by, taking "
+                     "over if it does not stream within %.0f s", self.slot,
+                     self.takeover_after_s, extra={"slot": self.slot})
+        if time.monotonic() - self._fenced_at < self.takeover_after_s:
+            return True
+        self._fenced_at = None
+        return False
 
     def _terminate(self, conn: psycopg.Connection[Any], holder: SlotHolder) -> None:
         if holder.pid in self._denied:

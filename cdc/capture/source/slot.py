@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from cdc.errors import SourceError
+from cdc.errors import SlotInUseError, SourceError
 
 from ..lsn import parse_lsn
 from ..stream.replication import ReplicationConnection
@@ -119,7 +119,7 @@ def ensure_slot(conn: psycopg.Connection[Any], dsn: str, slot: str,
     if state.wal_status == "lost":
         raise SlotLostError(slot)
     if state.active and state.active_pid is not None:
-        raise SourceError(f"slot {slot!r} is in use by another process (pid "
+        raise SlotInUseError(f"slot {slot!r} is in use by another process (pid "
                           f"{state.active_pid}); only one capture may read a slot")
     if failover and not created and slot_failover(conn, slot) is False:
         with ReplicationConnection(dsn) as repl:

@@ -20,12 +20,14 @@ from typing import NamedTuple, NoReturn
 
 from psycopg import pq, sql
 
-from cdc.errors import SourceError
+from cdc.errors import SlotInUseError, SourceError
 
 from ..lsn import format_lsn, parse_lsn
 from ..source.session import pinned_conninfo, session_options
 
 log = logging.getLogger(__name__)
+
+OBJECT_IN_USE = b"55006"  # SQLSTATE: the slot is active for another walsender
 
 PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _PG_EPOCH_UNIX_US = int(PG_EPOCH.timestamp()) * 1_000_000
@@ -166,7 +168,9 @@ class ReplicationConnection:
                                for k, v in options))
         result = self._pgconn.exec_(query.as_bytes(None))
         if result.status != pq.ExecStatus.COPY_BOTH:
-            raise SourceError(f"START_REPLICATION failed: {result.get_error_message()}")
+            failed = SlotInUseError if result.error_field(
+                pq.DiagnosticField.SQLSTATE) == OBJECT_IN_USE else SourceError
+            raise failed(f"START_REPLICATION failed: {result.get_error_message()}")
         self._pgconn.nonblocking = 1
         self._streaming = True
         log.info("replication started", extra={"slot": slot, "lsn": format_lsn(start_lsn),

@@ -1,5 +1,7 @@
 """Retrying a metadata-level request while Kafka says it is worth retrying (a new
-topic's partitions answer NOT_LEADER_FOR_PARTITION for a moment after creation)."""
+topic's partitions answer NOT_LEADER_FOR_PARTITION for a moment after creation; a
+request queued for a broker that just died fails with _DESTROY_BROKER or _TRANSPORT
+until the client has the partition's new leader)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ T = TypeVar("T")
 
 RETRY_FOR_S = 30.0
 _SETTLING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                       KafkaError.UNKNOWN_TOPIC_OR_PART})
+                       KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._DESTROY_BROKER,
+                       KafkaError._TRANSPORT})
 
 
 def retrying(request: Callable[[], T], *, for_s: float = RETRY_FOR_S) -> T:
