@@ -9,6 +9,11 @@ random keys (2 % deletes). Each log is materialized with ``cdc replay materializ
 3 M-event run in the same process; the headline is how the time scales with the log:
 ``spark_scaling_ratio_2x_log`` (target ≤ 2.2; and the 3 M run within 60 s).
 
+Then the 3 M-event log again on a Spark standalone cluster of two one-core workers
+(``SparkStandaloneCluster``, started after the local runs so it does not compete with
+them): ``spark_standalone_ratio_vs_local`` is its throughput divided by ``local[2]``'s on
+the same log (above 1: the cluster is faster).
+
 ``BENCH_SPARK_SCALE`` (default 1.0) shrinks both logs for a quick look.
 """
 
@@ -31,6 +36,7 @@ from cdc.log.file.segments import segment_name
 from cdc.log.file.topics import TopicMeta, write_meta
 from cdc.log.partitioner import partition_for
 from cdc.log.records import Position
+from compose.launcher.spark_standalone import SparkStandaloneCluster
 
 PREFIX = "bench"
 TABLE = "public.orders"
@@ -112,9 +118,10 @@ def write_log(root: Path, events: int, keys: int, seed: int = 7) -> None:
         file.write(encode_record(0, 0, Position(0, 0), False, b'"public.orders"', schema))
 
 
-def materialize_seconds(workdir: Path, log_root: Path, name: str) -> float:
-    """Run ``cdc replay materialize`` on ``log_root`` (``local[2]``, its own process and
-    JVM) and time it."""
+def materialize_seconds(workdir: Path, log_root: Path, name: str,
+                        master: str = "local[2]") -> float:
+    """Run ``cdc replay materialize`` on ``log_root`` (``local[2]`` unless another master
+    is given; its own process and JVM) and time it."""
     config = workdir / f"{name}.yaml"
     config.write_text(f"source:\n  dsn: postgresql://127.0.0.1:1/none\n  slot: {PREFIX}\n"
                       f"  publication: {PREFIX}\n"
@@ -125,7 +132,7 @@ def materialize_seconds(workdir: Path, log_root: Path, name: str) -> float:
                       f"    spark.local.dir: {workdir / 'spark-tmp'}\n")
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "cdc.cli", "replay", "materialize", "-c",
-                             str(config), "--master", "local[2]", "--tables", TABLE,
+                             str(config), "--master", master, "--tables", TABLE,
                              "--no-progress"], capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
@@ -147,7 +154,13 @@ def main() -> None:
         print(f"spark_materialize_3m_events_s={small_s:.1f}", flush=True)
         large_s = materialize_seconds(workdir, workdir / "log6", "m6")
         print(f"spark_materialize_6m_events_s={large_s:.1f}", flush=True)
-        print(f"spark_scaling_ratio_2x_log={large_s / small_s:.2f}")
+        print(f"spark_scaling_ratio_2x_log={large_s / small_s:.2f}", flush=True)
+        with SparkStandaloneCluster(workers=2) as cluster:
+            cluster_s = materialize_seconds(workdir, workdir / "log3", "s3",
+                                            master=cluster.master_url)
+        print(f"spark_materialize_3m_events_standalone_s={cluster_s:.1f}", flush=True)
+        # the same log, so throughput (events/s) over throughput is time over time
+        print(f"spark_standalone_ratio_vs_local={small_s / cluster_s:.2f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -1,26 +1,64 @@
 """The Spark session of a ``cdc replay`` job: the configured master (``local[*]`` by
 default) and settings, Spark's Kafka source jars when the log is Kafka, loopback only.
 
-With a local master, Python workers run this interpreter (``PYSPARK_PYTHON`` unless set):
-the rebuilds' tasks import the connectors, which ``python3`` on the PATH may not have."""
+Python workers run this interpreter (``PYSPARK_PYTHON`` unless set, or
+``spark.pyspark.python`` in the conf): the rebuilds' tasks import the connectors, which
+``python3`` on the PATH may not have. On a cluster (``spark://host:7077``) that path must
+exist on every worker machine with the same Python and the third-party dependencies
+(pydantic, redis, opensearch-py, orjson, …) installed; Distributary's own packages need
+not be: the session ships them to the executors as a zip (``addPyFile``). Spark's jars
+(``spark.jars``, ``spark.jars.packages``) reach the executors through Spark itself.
+
+A local master, or a cluster whose master is on the loopback address, gets a driver
+bound to 127.0.0.1 (executors connect back to it) unless the conf says otherwise; for
+such a cluster ``SPARK_LOCAL_IP`` defaults to 127.0.0.1 too (the driver's web UI, which
+a local session does not start, binds to it).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 import sys
+import tempfile
+import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-LOCAL_DEFAULTS = {
-    "spark.ui.enabled": "false",
+COMMON_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.session.timeZone": "UTC",
 }
+LOOPBACK_DRIVER = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+LOCAL_DEFAULTS = {**COMMON_DEFAULTS, **LOOPBACK_DRIVER, "spark.ui.enabled": "false"}
+SHIPPED_PACKAGES = ("cdc", "connectors", "derived", "spark_pipelines")
+"""The top-level packages the tasks import (the connectors import ``derived``)."""
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def is_local(master: str) -> bool:
+    """True for ``local``, ``local[N]``, ``local[*]``, ``local-cluster[…]``: one machine."""
+    return master.startswith("local")
+
+
+def defaults_for(master: str) -> dict[str, str]:
+    """The settings a session on ``master`` gets unless its conf names them."""
+    if is_local(master):
+        return dict(LOCAL_DEFAULTS)
+    settings = dict(COMMON_DEFAULTS)
+    hosts = [urlparse(f"//{address}").hostname
+             for address in master.split("://", 1)[-1].split(",")]
+    if hosts and all(host in _LOOPBACK_HOSTS for host in hosts):
+        settings.update(LOOPBACK_DRIVER)  # executors on this machine connect back here
+    return settings
 
 
 @contextmanager
@@ -32,18 +70,46 @@ def spark_session(master: str, conf: Mapping[str, object], *, app_name: str,
     if active is not None:
         yield active
         return
-    if master.startswith("local"):
+    if "spark.pyspark.python" not in conf:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    settings: dict[str, object] = dict(LOCAL_DEFAULTS) if master.startswith("local") else {}
+    settings: dict[str, object] = dict(defaults_for(master))
+    if not is_local(master) and "spark.driver.host" in settings:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver's UI binds to it
     settings.update(conf)
     if jars:
         settings["spark.jars"] = ",".join(str(jar) for jar in jars)
     for key, value in settings.items():
         builder = builder.config(key, str(value))
+    shipped = None if is_local(master) else Path(tempfile.mkdtemp(prefix="distributary-py-"))
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    added: list[str] = []
     try:
+        session.sparkContext.setLogLevel("ERROR")
+        if shipped is not None:
+            before = set(sys.path)
+            session.sparkContext.addPyFile(str(package_zip(shipped / "distributary.zip")))
+            added = [entry for entry in sys.path if entry not in before]
         yield session
     finally:
         session.stop()
+        for entry in added:  # addPyFile put the zip on the driver's path too
+            while entry in sys.path:
+                sys.path.remove(entry)
+        if shipped is not None:
+            shutil.rmtree(shipped, ignore_errors=True)
+
+
+def package_zip(target: Path) -> Path:
+    """A zip of ``SHIPPED_PACKAGES`` where this process imports them from (sources and
+    package data, no bytecode), for ``addPyFile``: executors import them from it."""
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for package in SHIPPED_PACKAGES:
+            module = importlib.import_module(package)
+            assert module.__file__ is not None, f"{package} is not a regular package"
+            base = Path(module.__file__).parent
+            for path in sorted(base.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts \
+                        and path.suffix not in {".pyc", ".pyo"}:
+                    archive.write(path, f"{package}/{path.relative_to(base).as_posix()}")
+    return target

@@ -20,8 +20,9 @@ promoted to the oldest generation, so full collections come every few thousand r
 each one would walk all of them — a fifth of a Redis rebuild's time, measured. Objects
 the task makes are collected as usual.
 
-On a cluster, the executors' Python must have Distributary installed (the tasks import
-the connectors); locally, the workers run the driver's interpreter (``session``).
+The tasks import the connectors: locally, the workers run the driver's interpreter; on a
+cluster, the session ships Distributary's packages to the executors as a zip, and their
+Python needs only the third-party dependencies (``session``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,217 @@
+"""``cdc replay`` on a Spark standalone cluster (a master and two one-core workers from
+the installed PySpark, ``SparkStandaloneCluster``): ``materialize`` gives the rows and
+checksum of ``local[2]`` over the same file log, also when a worker is SIGKILLed while
+the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versions.
+
+Each job is ``python -m cdc.cli replay …`` in its own process (its own driver JVM), as an
+operator runs it. The executors' Python cannot import Distributary by itself (a wrapper
+drops the editable install and checks that ``cdc`` is not importable): the tasks run
+from the zip the session ships. The log is written directly in the file log's format
+(``bench.spark.write_log``); no PostgreSQL is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import redis
+
+from bench.spark import PREFIX, TABLE, write_log
+from compose.launcher.base import free_port
+from compose.launcher.spark_standalone import SparkStandaloneCluster
+
+pytestmark = pytest.mark.integration
+
+EVENTS, KEYS = 30_000, 6_000
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+ROOT = Path(__file__).resolve().parents[3]
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+# The executors' Python: this interpreter without the editable install of Distributary.
+_NO_EDITABLE = """\
+import importlib.util, runpy, sys
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in
+                    (getattr(f, "__module__", "") or "").lower()]
+sys.path_hooks[:] = [h for h in sys.path_hooks if "editable" not in
+                     (getattr(h, "__module__", "") or "").lower()]
+sys.path_importer_cache.clear()
+sys.path[:] = [p for p in sys.path if p and p != {root!r}]
+if importlib.util.find_spec("cdc") is not None:
+    sys.exit("the executor's Python can import cdc by itself")
+assert sys.argv[1] == "-m", sys.argv
+module = sys.argv[2]
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[SparkStandaloneCluster]:
+    """One cluster for the file; each test finds both workers running."""
+    with SparkStandaloneCluster(workers=2) as running:
+        yield running
+
+
+@pytest.fixture
+def healthy(cluster: SparkStandaloneCluster) -> SparkStandaloneCluster:
+    for number in range(len(cluster.worker_ports)):
+        if number not in cluster.running_workers():
+            cluster.start_worker(number)
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The log, and the executors' Python wrapper."""
+    root = tmp_path_factory.mktemp("standalone")
+    write_log(root / "log", EVENTS, KEYS)
+    script = root / "no_editable.py"
+    script.write_text(_NO_EDITABLE.format(root=str(ROOT)))
+    python = root / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    python.chmod(0o755)
+    return root
+
+
+@dataclass
+class Job:
+    """A ``cdc replay`` run: its pipeline file, and what its output said."""
+
+    config: Path
+    ui_port: int
+    datasets: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+def pipeline(workdir: Path, name: str, redis_url: str | None = None) -> Job:
+    ui_port = free_port()
+    text = (f"source:\n  dsn: postgresql://127.0.0.1:1/none\n  slot: {PREFIX}\n"
+            f"  publication: {PREFIX}\n"
+            f"log:\n  backend: file\n  path: {workdir / 'log'}\n"
+            f"spark:\n  output_path: {workdir / name}\n"
+            "  conf:\n    spark.sql.shuffle.partitions: 2\n"
+            f"    spark.ui.port: {ui_port}\n    spark.port.maxRetries: 0\n"
+            f"    spark.local.dir: {workdir / 'spark-tmp'}\n"
+            # small data: JVM start-up is most of the work, the quick JIT halves it
+            f"    spark.driver.extraJavaOptions: {QUICK_JVM}\n"
+            f"    spark.executor.extraJavaOptions: {QUICK_JVM}\n")
+    if redis_url:
+        text += (f"connectors:\n  - name: cache\n    type: redis\n    topics: [{PREFIX}.{TABLE}]\n"
+                 f"    config:\n      url: {redis_url}\n"
+                 f"      key_template: \"{name}:{{table}}:{{key}}\"\n")
+    config = workdir / f"{name}.yaml"
+    config.write_text(text)
+    return Job(config, ui_port)
+
+
+def start(job: Job, command: str, master: str, workdir: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env.pop("PYSPARK_PYTHON", None)
+    if master.startswith("spark://"):
+        env["PYSPARK_PYTHON"] = str(workdir / "python")
+    return subprocess.Popen(
+        [sys.executable, "-m", "cdc.cli", "replay", command, "-c", str(job.config),
+         "--master", master, "--tables", TABLE, "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir)
+
+
+def finish(job: Job, proc: subprocess.Popen[str]) -> dict[str, tuple[int, str]]:
+    """Wait for the run; the dataset → (rows, checksum) lines of its output."""
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, (out, err[-4000:])
+    for line in out.splitlines():
+        if ": rows=" in line:
+            name, rest = line.split(": rows=", 1)
+            rows, checksum = rest.split(" checksum=")
+            job.datasets[name] = (int(rows), checksum.split()[0])
+    return job.datasets
+
+
+def replay(job: Job, command: str, master: str, workdir: Path) -> dict[str, tuple[int, str]]:
+    return finish(job, start(job, command, master, workdir))
+
+
+def _get(url: str) -> Any:
+    with _DIRECT.open(url, timeout=2) as response:
+        return json.load(response)
+
+
+def kill_mid_job(cluster: SparkStandaloneCluster, job: Job, proc: subprocess.Popen[str],
+                 worker: int) -> threading.Thread:
+    """A thread that SIGKILLs ``worker`` once the run's first job has ended and a stage of
+    a later one has tasks running; ``killed`` on it says when."""
+    api = f"http://127.0.0.1:{job.ui_port}/api/v1/applications"
+
+    def busy() -> bool:
+        try:
+            [app] = _get(api)
+            done = _get(f"{api}/{app['id']}/jobs?status=succeeded")
+            stages = _get(f"{api}/{app['id']}/stages?status=active")
+        except (OSError, ValueError):
+            return False
+        return bool(done) and any(stage["numActiveTasks"] > 0 for stage in stages)
+
+    def run() -> None:
+        while proc.poll() is None:
+            if busy():
+                cluster.kill_worker(worker)
+                setattr(thread, "killed", time.monotonic())  # noqa: B010
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_materialize_equals_local_and_survives_a_killed_worker(
+        healthy: SparkStandaloneCluster, workdir: Path) -> None:
+    local = replay(pipeline(workdir, "local"), "materialize", "local[2]", workdir)
+    rows, checksum = local[TABLE]
+    assert rows > KEYS // 2
+
+    job = pipeline(workdir, "standalone")
+    proc = start(job, "materialize", healthy.master_url, workdir)
+    killer = kill_mid_job(healthy, job, proc, worker=1)
+    standalone = finish(job, proc)
+    killer.join(timeout=10)
+    assert getattr(killer, "killed", None) is not None, "the job ended before the kill"
+    assert healthy.running_workers() == [0]
+    assert standalone[TABLE] == (rows, checksum)
+
+
+def redis_state(client: redis.Redis, name: str) -> dict[bytes, bytes | None]:
+    keys = sorted(key for key in client.scan_iter(match=f"*{name}:*", count=5000)
+                  if not key.startswith(b"_cdc_truncated:"))
+    return {key: cast(bytes | None, client.get(key)) for key in keys}
+
+
+def test_rebuild_cache_twice_is_idempotent(healthy: SparkStandaloneCluster, workdir: Path,
+                                           redis_url: str, unique_name: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    job = pipeline(workdir, unique_name, redis_url)
+    try:
+        first = replay(job, "rebuild-cache", healthy.master_url, workdir)[TABLE]
+        state = redis_state(client, unique_name)
+        values = {k for k in state if not k.startswith(b"_cdc_")}
+        versions = {k for k in state if k.startswith(b"_cdc_version:")}
+        assert first[0] == len(values) > KEYS // 2
+        assert len(versions) >= len(values)
+
+        second = replay(job, "rebuild-cache", healthy.master_url, workdir)[TABLE]
+        assert second == first
+        assert redis_state(client, unique_name) == state
+    finally:
+        for key in client.scan_iter(match=f"*{unique_name}:*", count=5000):
+            client.delete(key)
+        client.close()
