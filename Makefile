@@ -31,7 +31,7 @@ integration: setup
 
 # The capture's minute of DDL against a streaming capture is shortened here (the whole
 # suite must stay under 30 minutes); make test-matrix runs it for the full minute. The unit
-# tests run beside the integration tests (compose/run_tests.sh).
+# tests (then a few integration groups) run beside the integration tests (compose/run_tests.sh).
 test: setup native-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy

@@ -1,32 +1,57 @@
 #!/usr/bin/env bash
-# make test's pytest step: the unit tests run beside the integration tests (these spend
-# much of their time waiting on servers, so the two share the machine's cores well); the
-# unit tests' report is printed after the integration tests'. Fails if either fails.
-# Arguments are passed to both runs (PYTEST_ARGS).
+# make test's pytest step, in two streams that share the machine's cores (the integration
+# tests spend much of their time waiting on servers):
+#   - the integration tests, but for the ones listed in BESIDE;
+#   - beside them, the unit tests, then the BESIDE ones: self-contained groups that start
+#     what they need (Spark jobs, package installs, every command's output) and assert
+#     no timing.
+# The second stream's report is printed after the first's. Fails if any run fails.
+# Arguments are passed to every run (PYTEST_ARGS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=.venv/bin/pytest
+BESIDE=(tests/integration/spark tests/integration/packaging
+        tests/integration/security/test_no_secret_leaks.py)
 
-unit_report=$(mktemp -t distributary-unit-XXXXXX.log)
-trap 'rm -f "$unit_report"' EXIT
+ignored=()
+for path in "${BESIDE[@]}"; do ignored+=("--ignore=$path"); done
 
-"$PYTEST" tests/unit -q "$@" >"$unit_report" 2>&1 &
-unit_pid=$!
-trap 'kill "$unit_pid" 2>/dev/null; rm -f "$unit_report"' EXIT INT TERM
+# 5: nothing collected (e.g. PYTEST_ARGS="-k …" picks tests of another run only)
+collected() { [ "$1" -eq 5 ] && echo 0 || echo "$1"; }
 
-echo "== integration tests (the unit tests run beside them; their report follows)"
-"$PYTEST" tests/integration -q --durations=25 "$@"  # the slowest: where suite time goes
+beside_report=$(mktemp -t distributary-beside-XXXXXX.log)
+trap 'rm -f "$beside_report"' EXIT
+(
+    "$PYTEST" tests/unit -q "$@"
+    unit=$?
+    echo "== integration tests run beside (${BESIDE[*]})"
+    "$PYTEST" "${BESIDE[@]}" -q --durations=10 "$@"
+    beside=$?
+    echo "unit tests exit $unit, integration tests beside exit $beside"
+    [ "$unit" -ne 0 ] && [ "$unit" -ne 5 ] && exit 1
+    [ "$beside" -ne 0 ] && [ "$beside" -ne 5 ] && exit 1
+    [ "$unit" -eq 5 ] && [ "$beside" -eq 5 ] && exit 5
+    exit 0
+) >"$beside_report" 2>&1 &
+beside_pid=$!
+trap 'kill "$beside_pid" 2>/dev/null; rm -f "$beside_report"' EXIT INT TERM
+
+echo "== integration tests (the unit tests, then ${BESIDE[*]}, run beside them; their report follows)"
+"$PYTEST" tests/integration "${ignored[@]}" -q --durations=25 "$@"  # where suite time goes
 integration=$?
 
-wait "$unit_pid"
-unit=$?
-echo "== unit tests"
-cat "$unit_report"
+wait "$beside_pid"
+beside=$?
+echo "== unit tests, then the integration tests run beside"
+cat "$beside_report"
 
-# 5: nothing collected in that half (e.g. PYTEST_ARGS="-k …" picks tests of the other only)
-if [ "$integration" -eq 5 ] && [ "$unit" -ne 5 ]; then integration=0; fi
-if [ "$unit" -eq 5 ] && [ "$integration" -ne 5 ]; then unit=0; fi
-if [ "$integration" -ne 0 ] || [ "$unit" -ne 0 ]; then
-    echo "make test: integration tests exit $integration, unit tests exit $unit" >&2
+if [ "$integration" -eq 5 ] && [ "$beside" -eq 5 ]; then
+    echo "make test: no test collected" >&2
+    exit 5
+fi
+integration=$(collected "$integration")
+beside=$(collected "$beside")
+if [ "$integration" -ne 0 ] || [ "$beside" -ne 0 ]; then
+    echo "make test: integration tests exit $integration, unit tests and those beside exit $beside" >&2
     exit 1
 fi
