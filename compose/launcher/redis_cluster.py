@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+from typing import Any
 
 import redis
 
@@ -49,6 +50,35 @@ class RedisClusterServer(LocalServer):
         """Start the node of ``port`` again (it keeps its identity: ``nodes.conf``)."""
         self._spawn_node(self.ports.index(port))
         wait_until(lambda: port_open(port), timeout=30, what=f"redis node {port}")
+
+    def move_slot(self, slot: int, to_port: int) -> None:
+        """Move ``slot`` and its keys to the master on ``to_port``, as a resharding does
+        (``IMPORTING``/``MIGRATING``, ``MIGRATE`` in batches, ``SETSLOT NODE``)."""
+        ids = {port: self._command(port, "CLUSTER", "MYID") for port in self.masters()}
+        source = next(port for port, node_id in ids.items()
+                      if slot in self._held_slots(port, node_id))
+        if source == to_port:
+            return
+        self._command(to_port, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
+        self._command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to_port])
+        while keys := self._command(source, "CLUSTER", "GETKEYSINSLOT", slot, 1000):
+            self._command(source, "MIGRATE", LOOPBACK, to_port, "", 0, 5000, "KEYS", *keys)
+        for port in (to_port, source, *ids):
+            self._command(port, "CLUSTER", "SETSLOT", slot, "NODE", ids[to_port])
+
+    def _held_slots(self, port: int, node_id: str) -> set[int]:
+        """The slots the master on ``port`` holds, by its own view of the cluster."""
+        held: set[int] = set()
+        for start, end, *nodes in self._command(port, "CLUSTER", "SLOTS"):
+            if nodes[0][2] == node_id:
+                held.update(range(start, end + 1))
+        return held
+
+    def _command(self, port: int, *args: object) -> Any:
+        """One command to the node on ``port`` (replies decoded)."""
+        with redis.Redis(host=LOOPBACK, port=port, socket_timeout=5,
+                         decode_responses=True) as node:
+            return node.execute_command(*args)
 
     def wait_failed_over(self, timeout: float = 60) -> None:
         """Until every live node says ``cluster_state:ok`` and no master is down."""

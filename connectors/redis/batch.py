@@ -36,7 +36,7 @@ Arg = str | bytes | int
 
 
 class RowBatch(Protocol):
-    """Rows to write (``ScriptBatch``; ``cluster_batch.SlotBatches`` on a cluster)."""
+    """Rows to write (``ScriptBatch``; ``cluster_batch.ClusterRows`` on a cluster)."""
 
     def row(self, event: SinkEvent, key: str, marker: str, kind: str,
             extra: Sequence[Arg] = (), size: int = 0) -> None: ...

@@ -34,8 +34,11 @@ from redis.exceptions import (
 
 from connectors.contract import SinkUnavailableError
 
+# a cluster script's key whose slot the node no longer holds (moved, or being migrated)
+NOT_LOCAL = "Script attempted to access a non local key"
 TRANSIENT_REPLIES = ("BUSY", "LOADING", "MISCONF", "MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN",
-                     "TRYAGAIN", "OOM", "READONLY", "NOPERM")
+                     "TRYAGAIN", "OOM", "READONLY", "NOPERM", NOT_LOCAL,
+                     "Script attempted to execute")  # ... a command while the cluster is down
 
 
 def is_transient(exc: RedisError) -> bool:

@@ -25,7 +25,7 @@ from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
 from .batch import PackedBatch, RowBatch, ScriptBatch
-from .cluster_batch import SlotBatches
+from .cluster_batch import ClusterRows
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
 from .native_rows import NativeRows, redis_core
@@ -37,10 +37,10 @@ class PlainRows:
     def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str, *,
                  native: bool = True) -> None:
         """``native``: use the native renderer where it is installed (False: only the
-        Python loop, the reference; always on a cluster, whose rows go by slot)."""
+        Python loop, the reference; always on a cluster, whose rows go by master)."""
         native = native and not config.cluster
         self._batch: Callable[[tuple[int, int, int]], RowBatch] = \
-            SlotBatches if config.cluster else ScriptBatch
+            ClusterRows if config.cluster else ScriptBatch
         self._enabled = config.value_format == "json" and config.mode == "upsert"
         self._viewed = {view.table for view in config.views}
         self._keys = keys

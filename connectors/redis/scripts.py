@@ -15,7 +15,17 @@ Keys of a row: its value (a JSON string or a hash, as users read it) and its ver
 read once per call. Within a row, checks come first and writes last (a script's writes
 before an error are not undone), the version with or after the value. Every key a call
 touches is declared in ``KEYS``; a call touches many keys, so it is meant for one Redis
-node (in Redis Cluster the keys of a call would have to share a hash slot).
+node.
+
+On a Redis Cluster, ``BATCH_CLUSTER`` (Redis 7's ``allow-cross-slot-keys``) writes the
+rows of every slot one master holds in one call: declared keys must share a slot, so a
+call declares none and passes its keys at the head of ``ARGV`` (their count, then them),
+and each command inside touches one key (``GET``, ``SET``, ``DEL`` per key where one node
+gathers them into ``MGET``/``MSET``/``DEL``). A call whose keys do share a slot may still
+declare them (redis-py then follows ``MOVED`` and ``ASK``). Every slot of a call is read
+(its truncate marker) before anything is written, and a node runs a script alone, so a
+call on a node that no longer holds one of its slots fails before writing; a key moved
+away mid-resharding can still fail one mid-call, after the rows before it were written.
 
 The version lives in its own key, not in the value: a delete must leave a tombstone
 version without leaving a value key behind (a reader's ``GET``/``EXISTS`` must see the
@@ -70,39 +80,25 @@ local function older(a, b)
 end
 """
 
-BATCH = _OLDER + """
+_BODY = """
 local ttl, value_version_ttl, tombstone_ttl = tonumber(ARGV[1]), tonumber(ARGV[2]),
   tonumber(ARGV[3])
 local markers = tonumber(ARGV[4])
 local truncated = {}
 for m = 1, markers do truncated[m] = redis.call('HGET', KEYS[m], 'version') end
-local UNPACK = 2000  -- arguments per unpack (Lua's C stack holds 8000)
-local function call_all(command, args)
-  for from = 1, #args, UNPACK do
-    redis.call(command, unpack(args, from, math.min(from + UNPACK - 1, #args)))
-  end
-end
 
--- every row's stored version, in one MGET; it answers false for a key of another type
--- too, where GET fails (WRONGTYPE): when any key it found nothing in exists, the rows
--- without a version take the general path, which reads theirs with GET
+-- every row's stored version (false for a key of another type too, where GET fails:
+-- WRONGTYPE): when any key it found nothing in exists, the rows without a version take
+-- the general path, which reads theirs with GET
 local rows = (#KEYS - markers) / 2
-local version_keys, stored_versions = {}, {}
+local version_keys = {}
 for i = 1, rows do version_keys[i] = KEYS[markers + 2 * i] end
-for from = 1, rows, UNPACK do
-  local got = redis.call('MGET', unpack(version_keys, from, math.min(from + UNPACK - 1, rows)))
-  for i = 1, #got do stored_versions[from + i - 1] = got[i] end
-end
+local stored_versions = read_all(version_keys)
 local missing = {}
 for i = 1, rows do
   if not stored_versions[i] then missing[#missing + 1] = version_keys[i] end
 end
-local foreign = false
-for from = 1, #missing, UNPACK do
-  if redis.call('EXISTS', unpack(missing, from, math.min(from + UNPACK - 1, #missing))) > 0 then
-    foreign = true
-  end
-end
+local foreign = any_exists(missing)
 
 -- writes without a TTL wait here and go out at the end as one DEL and one MSET, then the
 -- tombstones with a TTL (a value goes with or before its version); the version keys
@@ -113,8 +109,8 @@ local deletes, sets, tombstones, ttls = {}, {}, {}, {}
 local deleted, set, tombs = 0, 0, 0  -- how many each holds
 local written = {}
 local function flush()
-  call_all('DEL', deletes)
-  call_all('MSET', sets)
+  delete_all(deletes)
+  set_all(sets)
   for i = 1, tombs, 2 do
     redis.call('SET', tombstones[i], tombstones[i + 1], 'PX', ttls[(i + 1) / 2])
   end
@@ -196,6 +192,7 @@ end
 
 local transient = {TRANSIENT_REPLIES}
 local function passes(message)
+  if string.sub(message, 1, 4) == 'ERR ' then message = string.sub(message, 5) end
   for _, prefix in ipairs(transient) do
     if string.sub(message, 1, #prefix) == prefix then return true end
   end
@@ -264,6 +261,76 @@ local ok, result = pcall(flush)
 if not ok then return redis.error_reply(message_of(result)) end
 return out
 """.replace("TRANSIENT_REPLIES", ", ".join(f"'{reply}'" for reply in TRANSIENT_REPLIES))
+
+# the multi-key commands of one Redis node, each over up to UNPACK keys
+_ONE_NODE = """
+local UNPACK = 2000  -- arguments per unpack (Lua's C stack holds 8000)
+local function call_all(command, args)
+  for from = 1, #args, UNPACK do
+    redis.call(command, unpack(args, from, math.min(from + UNPACK - 1, #args)))
+  end
+end
+local function read_all(keys)  -- MGET: false for a missing key or one of another type
+  local found = {}
+  for from = 1, #keys, UNPACK do
+    local got = redis.call('MGET', unpack(keys, from, math.min(from + UNPACK - 1, #keys)))
+    for i = 1, #got do found[from + i - 1] = got[i] end
+  end
+  return found
+end
+local function any_exists(keys)
+  for from = 1, #keys, UNPACK do
+    if redis.call('EXISTS', unpack(keys, from, math.min(from + UNPACK - 1, #keys))) > 0 then
+      return true
+    end
+  end
+  return false
+end
+local function delete_all(keys) call_all('DEL', keys) end
+local function set_all(pairs) call_all('MSET', pairs) end
+"""
+
+# a cluster node's call holds keys of many slots: the keys are declared (one slot: redis-py
+# follows MOVED and ASK by them) or, when none are, ARGV starts with their count and them
+# (any slots of this node: Redis checks each key a command touches); a command inside
+# touches one key, never several slots
+_CLUSTER_NODE = """
+local KEYS, ARGV = KEYS, ARGV
+if #KEYS == 0 then
+  local packed, count = ARGV, tonumber(ARGV[1])
+  KEYS, ARGV = {}, {}
+  for i = 1, count do KEYS[i] = packed[i + 1] end
+  for i = count + 2, #packed do ARGV[i - count - 1] = packed[i] end
+end
+local function read_all(keys)
+  local found = {}
+  for i = 1, #keys do
+    local got = redis.pcall('GET', keys[i])
+    if type(got) == 'table' and got.err then
+      if string.sub(got.err, 1, 9) ~= 'WRONGTYPE' then error(got) end
+      got = false
+    end
+    found[i] = got
+  end
+  return found
+end
+local function any_exists(keys)
+  for i = 1, #keys do
+    if redis.call('EXISTS', keys[i]) > 0 then return true end
+  end
+  return false
+end
+local function delete_all(keys)
+  for i = 1, #keys do redis.call('DEL', keys[i]) end
+end
+local function set_all(pairs)
+  for i = 1, #pairs, 2 do redis.call('SET', pairs[i], pairs[i + 1]) end
+end
+"""
+
+BATCH = _OLDER + _ONE_NODE + _BODY
+# the shebang must open the script
+BATCH_CLUSTER = "#!lua flags=allow-cross-slot-keys\n" + _OLDER + _CLUSTER_NODE + _BODY
 
 UNLINK_NOT_NEWER = _OLDER + """
 -- truncate: unlink each of KEYS (value or version keys) unless its row's version

@@ -13,8 +13,9 @@ the previous batch is being written).
 ``mode: invalidate`` only deletes the key of every changed row (``UNLINK``).
 
 On a Redis Cluster (``urls``) the client is redis-py's ``RedisCluster`` and the rows of a
-batch are written one script call per hash slot (``cluster_batch``, ``slots``), rendered
-by the Python loop (the native renderer packs calls for one node).
+batch are written one script call per master (``cluster_batch``, ``slots``), rendered
+by the Python loop (the native renderer packs calls for one node); after a call refused
+because a slot moved, the batch's retry goes one call per slot, by a new slot map.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from connectors.contract import SinkContext, SinkEvent, SinkUnavailableError, Wr
 from . import scripts
 from .batch import PackedBatch, RowBatch, ScriptBatch
 from .client import Client, address, make_client
-from .cluster_batch import SlotBatches
+from .cluster_batch import ClusterRows, SlotsMovedError
 from .config import RedisSinkConfig
 from .errors import is_transient, unavailable
 from .keys import KeyTemplates
@@ -66,6 +67,7 @@ class RedisSink:
         self._ttls = (ttl, ttl + tombstone if ttl and tombstone else 0, tombstone)
         self._client: Client | None = None
         self._stale = False  # a cluster client that failed: make a new one
+        self._by_slot = False  # a slot moved: the next write goes slot by slot
         self._script: Script | None = None
 
     def open(self) -> None:
@@ -84,7 +86,8 @@ class RedisSink:
             if not self.config.cluster:
                 _not_a_cluster(client)
             doing = "loading the batch script"
-            client.script_load(scripts.BATCH)
+            script = scripts.BATCH_CLUSTER if self.config.cluster else scripts.BATCH
+            client.script_load(script)
         except (RedisError, RedisClusterException) as exc:
             client.close()
             raise unavailable(exc, doing) from exc
@@ -92,7 +95,7 @@ class RedisSink:
             client.close()
             raise
         # a cluster client runs a ``Script`` as ``Redis`` does (EVALSHA, keys of one slot)
-        self._client, self._script = client, Script(cast(Redis, client), scripts.BATCH)
+        self._client, self._script = client, Script(cast(Redis, client), script)
 
     def prepare(self, batch: list[SinkEvent]) -> list[SinkEvent]:
         """``batch`` with its plain rows rendered (``PreparingSink``)."""
@@ -109,10 +112,13 @@ class RedisSink:
             self.open()
             self._stale = False
         try:
-            return self._write(batch)
-        except SinkUnavailableError:
+            written = self._write(batch)
+        except SinkUnavailableError as exc:
             self._stale = self.config.cluster
+            self._by_slot = self._by_slot or isinstance(exc, SlotsMovedError)
             raise
+        self._by_slot = False
+        return written
 
     def _write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         client, script = self._connected()
@@ -120,6 +126,8 @@ class RedisSink:
             plain = batch.rows
         else:
             plain = self._plain.rows(batch, self._ttls)
+        if isinstance(plain, ClusterRows):
+            plain.by_slot = self._by_slot
         if plain is not None:
             return WriteResult(plain.run(script))
         changes, rejected = self._reader.read(batch)
@@ -134,8 +142,10 @@ class RedisSink:
             self._invalidate(client, writes)
             return WriteResult(rejected)
         stored = self._stored_json(client, writes)
-        rows: RowBatch = SlotBatches(self._ttls) if self.config.cluster \
-            else ScriptBatch(self._ttls)
+        rows: RowBatch = ScriptBatch(self._ttls)
+        if self.config.cluster:
+            rows = ClusterRows(self._ttls)
+            rows.by_slot = self._by_slot
         add = self._rows.add
         for change in writes:
             problem = add(rows, change, stored)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError
@@ -22,6 +23,7 @@ from ..records import (
 )
 from .headers import to_message
 from .pattern import TopicPattern
+from .retry import retrying
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +126,9 @@ class KafkaConsumer:
         probe = Consumer({**self._config, "group.id": f"distributary-probe-{self.group}",
                           "enable.auto.commit": False})
         try:
-            low, high = probe.get_watermark_offsets(KafkaTopicPartition(topic, partition),
-                                                    timeout=TIMEOUT_S)
+            low, high = retrying(partial(probe.get_watermark_offsets,
+                                         KafkaTopicPartition(topic, partition),
+                                         timeout=TIMEOUT_S))
             while low < high:
                 middle = (low + high) // 2
                 probe.assign([KafkaTopicPartition(topic, partition, middle)])
@@ -187,7 +190,8 @@ class KafkaConsumer:
         self._next_drop_check = time.monotonic() + DROP_CHECK_EVERY_S
         for tp in self._consumer.assignment():
             position = self._consumer.position([tp])[0].offset
-            _, high = self._consumer.get_watermark_offsets(tp, timeout=TIMEOUT_S)
+            _, high = retrying(partial(self._consumer.get_watermark_offsets, tp,
+                                       timeout=TIMEOUT_S))
             if position >= 0 and high - position > self._backpressure.max_lag:
                 self.dropped += high - position
                 log.warning("consumer lag %d over %d: dropping to the newest",

@@ -1,7 +1,8 @@
 """Retrying a metadata-level request while Kafka says it is worth retrying (a new
 topic's partitions answer NOT_LEADER_FOR_PARTITION for a moment after creation; a
 request queued for a broker that just died fails with _DESTROY_BROKER or _TRANSPORT
-until the client has the partition's new leader)."""
+until the client has the partition's new leader; a partition's new leader answers
+OFFSET_NOT_AVAILABLE for its offsets until its high watermark has caught up)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ T = TypeVar("T")
 RETRY_FOR_S = 30.0
 _SETTLING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._DESTROY_BROKER,
-                       KafkaError._TRANSPORT})
+                       KafkaError._TRANSPORT, KafkaError.OFFSET_NOT_AVAILABLE})
 
 
 def retrying(request: Callable[[], T], *, for_s: float = RETRY_FOR_S) -> T:

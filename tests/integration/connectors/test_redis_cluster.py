@@ -1,7 +1,7 @@
 """``cdc run`` into a real Redis Cluster (three masters, a replica each): the snapshot,
 then inserts, updates, deletes and a truncate over keys in many slots on every master,
 as JSON and as hashes; and a master SIGKILLed under load, its replica promoted. Each time
-``cdc reconcile`` is clean and nothing is dead-lettered."""
+``cdc reconcile`` is clean and nothing is dead-lettered. And a slot moved under a sink."""
 
 from __future__ import annotations
 
@@ -11,12 +11,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import orjson
 import pytest
 from redis.cluster import RedisCluster
+from redis.crc import key_slot
 
+from connectors.contract import SinkUnavailableError
+from connectors.redis import RedisSinkConfig
+from connectors.redis.sink import RedisSink
 from tests.processes import start_cdc_run, stop_process
+from tests.unit.connectors.sink_events import TableEvents
 
 from .conftest import MakeHarness
 from .harness import PipelineHarness
@@ -151,3 +157,40 @@ def test_a_master_killed_under_load_loses_nothing(
             redis_cluster.start_node(victim)
             redis_cluster.wait_failed_over()
     assert dead_letters(pipeline, unique_name) == 0
+
+
+def stored(client: RedisCluster, key: str) -> Any:
+    return orjson.loads(cast(bytes, client.get(key)))
+
+
+def test_a_write_after_its_slot_moved_is_retried_by_the_new_slot_map(
+        redis_cluster: Any, cluster_client: RedisCluster, unique_name: str) -> None:
+    """A resharding moves a slot under a sink whose slot map is old: its next write is
+    refused before writing (transient), and the retry writes every row where it now is."""
+    config = RedisSinkConfig.model_validate({
+        "urls": redis_cluster.urls, "key_template": f"{unique_name}:{{table}}:{{key}}"})
+    sink = RedisSink(config)
+    sink.open()
+    items = TableEvents(table="items")
+    key = f"{unique_name}:items:0"
+    slot = key_slot(key.encode())
+    holder = cluster_client.get_node_from_key(key).port  # type: ignore[no-untyped-call]
+    try:
+        assert sink.write([items.upsert({"id": n}, 100, n) for n in range(40)]).rejected == []
+        redis_cluster.move_slot(slot, next(port for port in redis_cluster.masters()
+                                           if port != holder))
+        batch = [items.upsert({"id": n, "v": 2}, 200, n) for n in range(40)]
+        with pytest.raises(SinkUnavailableError, match="no longer holds a slot"):
+            sink.write(batch)
+        assert sink.write(batch).rejected == []
+        cluster_client.nodes_manager.initialize()
+        assert stored(cluster_client, key) == {"id": 0, "v": 2}
+        assert {stored(cluster_client, f"{unique_name}:items:{n}")["v"]
+                for n in range(40)} == {2}
+        stale = [items.upsert({"id": 0, "v": 1}, 150)]  # older: refused by its version
+        assert sink.write(stale).rejected == []
+        assert stored(cluster_client, key) == {"id": 0, "v": 2}
+    finally:
+        sink.close()
+        redis_cluster.move_slot(slot, holder)
+        cluster_client.nodes_manager.initialize()

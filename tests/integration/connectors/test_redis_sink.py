@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -12,7 +12,7 @@ import redis
 from connectors.contract import SinkEvent, SinkUnavailableError, WriteResult
 from connectors.redis import RedisSinkConfig
 from connectors.redis.batch import CHUNK_ROWS
-from connectors.redis.scripts import BATCH, version_text
+from connectors.redis.scripts import BATCH, BATCH_CLUSTER, version_text
 from connectors.redis.sink import RedisSink
 from connectors.redis.truncate import SCAN_COUNT
 from tests.unit.connectors.sink_events import TableEvents
@@ -282,18 +282,35 @@ def test_scripts_are_reloaded_after_a_flush(make_sink: SinkMaker, client: RedisC
     assert values(client, table) == {f"{table.table}:1": {"id": 1, "again": True}}
 
 
-def test_the_batch_script_checks_each_rows_version(client: RedisClient,
-                                                   unique_name: str) -> None:
-    marker, key = f"_cdc_truncated:{unique_name}:*", f"{unique_name}:1"
-    client.set(f"_cdc_version:{key}", version_text(5))
-    script = client.register_script(BATCH)
+Row = tuple[str, int, tuple[bytes | str, ...]]
 
-    def call(*rows: tuple[str, int, tuple[bytes | str, ...]]) -> list[Any]:
+
+def script_call(client: RedisClient, cluster: bool, marker: str
+                ) -> Callable[[str, Sequence[Row]], list[Any]]:
+    """Calls of the batch script writing rows of one key; ``cluster``: the cluster's
+    script, its keys passed undeclared (as on a master of a cluster)."""
+    script = client.register_script(BATCH_CLUSTER if cluster else BATCH)
+
+    def call(key: str, rows: Sequence[Row]) -> list[Any]:
         keys = [marker] + [k for _ in rows for k in (key, f"_cdc_version:{key}")]
         args: list[Any] = [0, 0, 0, 1]
         for kind, version, extra in rows:
             args += [kind, 1, version_text(version), *extra]
+        if cluster:
+            return list(script(keys=[], args=[len(keys), *keys, *args]))
         return list(script(keys=keys, args=args))
+    return call
+
+
+@pytest.mark.parametrize("cluster", [False, True], ids=["one-node", "cluster-script"])
+def test_the_batch_script_checks_each_rows_version(client: RedisClient, unique_name: str,
+                                                   cluster: bool) -> None:
+    marker, key = f"_cdc_truncated:{unique_name}:*", f"{unique_name}:1"
+    client.set(f"_cdc_version:{key}", version_text(5))
+    script = script_call(client, cluster, marker)
+
+    def call(*rows: Row) -> list[Any]:
+        return script(key, rows)
 
     assert call(("J", 9, (version_text(4), b'{"v":1}'))) == [1, b"MOVED"]
     assert client.get(key) is None
@@ -306,6 +323,10 @@ def test_the_batch_script_checks_each_rows_version(client: RedisClient,
     client.hset(marker, "version", version_text(20))
     assert call(("j", 15, (b'{"v":6}',))) == []  # older than the truncate
     assert client.get(key) is None
+    foreign = f"{unique_name}:2"
+    client.rpush(f"_cdc_version:{foreign}", "not a version")
+    [row, reason] = script(foreign, [("j", 30, (b'{"v":7}',))])
+    assert row == 1 and reason.startswith(b"WRONGTYPE")
 
 
 def test_a_batch_larger_than_one_call_is_written_whole(make_sink: SinkMaker,

@@ -1,6 +1,6 @@
 """The Redis sink on a Redis Cluster: seed-node settings, the sink's own keys named into
-each row's hash slot, and a batch split into one script call per slot, in rounds that keep
-each slot's order."""
+each row's hash slot, and a batch split into one script call per master (or, after a
+slot moved, per slot), in rounds that keep each slot's order."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from redis.exceptions import (
 
 from connectors.contract import SinkRejectedError, SinkUnavailableError
 from connectors.redis import RedisSinkConfig
-from connectors.redis.cluster_batch import SlotBatches
+from connectors.redis.cluster_batch import ClusterRows, SlotsMovedError
 from connectors.redis.slots import KeyNames, slot_marker, slot_of, slot_tags
 from tests.unit.connectors.sink_events import TableEvents
 
@@ -70,48 +70,81 @@ def test_every_slot_has_a_tag() -> None:
     assert all(key_slot(tag.encode()) == slot for slot, tag in enumerate(tags))
 
 
-def test_a_batch_becomes_one_call_per_slot_in_rounds() -> None:
+def master_of(slot: int) -> int:
+    """Three masters, by slot number (a fake slot map)."""
+    return slot % 3
+
+
+def test_a_batch_becomes_one_call_per_master_in_rounds() -> None:
     orders = TableEvents(table="orders")
-    batch = SlotBatches(TTLS)
+    batch = ClusterRows(TTLS)
     keys = [f"orders:{n}" for n in range(50)] + ["orders:7"]  # orders:7 twice
     events = [orders.upsert({"id": n}, 100 + n) for n in range(len(keys))]
     for event, key in zip(events, keys, strict=True):
         batch.row(event, key, MARKER, "j", (b"{}",))
     assert len(batch) == len(keys)
-    first, second = batch.rounds()
-    assert len(first) == len({slot_of(key) for key in keys})
+    first, second = batch.rounds(master_of)
+    assert len(first) == 3
     assert [call_events for _, _, call_events in second] == [[events[-1]]]
+    names = KeyNames(cluster=True)
     for calls in (first, second):
-        assert len({slot_of(call_keys[1]) for call_keys, _, _ in calls}) == len(calls)
         for call_keys, args, call_events in calls:
-            slot = slot_of(call_keys[1])
-            assert call_keys[0] == slot_marker(MARKER, slot)
-            assert {key_slot(k.encode()) for k in call_keys} == {slot}
-            assert call_keys[2] == KeyNames(cluster=True).version_key(call_keys[1])
-            assert args[3] == 1 and len(call_keys) == 1 + 2 * len(call_events)
+            markers = int(args[3])
+            row_keys = call_keys[markers:]
+            assert len(row_keys) == 2 * len(call_events)
+            assert len({master_of(slot_of(key)) for key in call_keys}) == 1  # one master
+            # every row's marker is in its slot (a call carries all its master's markers)
+            assert {slot_of(k) for k in row_keys} <= {slot_of(k) for k in call_keys[:markers]}
+            for key, version_key in zip(row_keys[::2], row_keys[1::2], strict=True):
+                assert version_key == names.version_key(key)
+            for marker in call_keys[:markers]:
+                assert marker == slot_marker(MARKER, slot_of(marker))
     written = [event for calls in (first, second) for _, _, es in calls for event in es]
     assert sorted(written, key=events.index) == events
 
 
+def test_by_slot_a_call_holds_the_keys_of_one_slot() -> None:
+    orders = TableEvents(table="orders")
+    batch = ClusterRows(TTLS)
+    keys = [f"orders:{n}" for n in range(30)]
+    for n, key in enumerate(keys):
+        batch.row(orders.upsert({"id": n}, 100 + n), key, MARKER, "j", (b"{}",))
+    [calls] = batch.rounds(lambda slot: slot)
+    assert len(calls) == len({slot_of(key) for key in keys})
+    for call_keys, _, _ in calls:
+        assert len({key_slot(k.encode()) for k in call_keys}) == 1
+
+
+class FakeNode:
+    def __init__(self, name: int) -> None:
+        self.name = name
+
+
 class FakeCluster:
     """A cluster client whose pipelines answer with queued replies (one list per
-    ``execute``); ``script_load`` counts the loads."""
+    ``execute``); ``script_load`` counts the loads. Its masters: ``master_of``."""
 
     def __init__(self, *answers: list[Any]) -> None:
         self.answers = list(answers)
         self.sent: list[list[tuple[Any, ...]]] = []
         self.loads = 0
+        self.nodes_manager = type("Nodes", (), {"slots_cache": {
+            slot: [FakeNode(master_of(slot))] for slot in range(16384)}})()
 
     def pipeline(self, transaction: bool) -> FakeCluster:
         self.sent.append([])
         return self
 
     def execute_command(self, *args: Any, target_nodes: Any) -> None:
-        assert args[0] == "EVALSHA" and target_nodes == slot_of(args[2 + args[2]])  # last key
+        assert args[0] == "EVALSHA"
+        declared = args[2]
+        keys = args[3:3 + declared] if declared else args[4:4 + args[3]]
+        assert target_nodes == master_of(slot_of(keys[-1]))
+        assert len({master_of(slot_of(key)) for key in keys}) == 1
         self.sent[-1].append(args)
 
     def get_node_from_key(self, key: str) -> int:
-        return slot_of(key)
+        return master_of(slot_of(key))
 
     def execute(self, raise_on_error: bool) -> list[Any]:
         return self.answers.pop(0)
@@ -121,9 +154,9 @@ class FakeCluster:
         return "sha"
 
 
-def slot_batch(rows: int) -> tuple[SlotBatches, list[Any]]:
+def cluster_rows(rows: int) -> tuple[ClusterRows, list[Any]]:
     orders = TableEvents(table="orders")
-    batch = SlotBatches(TTLS)
+    batch = ClusterRows(TTLS)
     events = [orders.upsert({"id": n}, 100 + n) for n in range(rows)]
     for n, event in enumerate(events):
         batch.row(event, f"orders:{n}", MARKER, "j", (b"{}",))
@@ -136,21 +169,32 @@ def script_of(client: FakeCluster) -> Any:
 
 
 def test_a_round_is_one_pipeline_and_a_lost_script_is_loaded_again() -> None:
-    batch, events = slot_batch(3)  # orders:0, 1, 2: three slots
+    batch, events = cluster_rows(30)  # every master holds some
     client = FakeCluster([[], NoScriptError("NOSCRIPT"), [1, b"WRONGTYPE no"]], [[]])
     rejected = batch.run(script_of(client))
     assert [len(sent) for sent in client.sent] == [3, 1] and client.loads == 1
+    assert all(args[2] == 0 for args in client.sent[0])  # keys passed undeclared
     [rejection] = rejected
     assert rejection.event in events and "WRONGTYPE" in rejection.reason
+
+
+def test_by_slot_the_keys_are_declared() -> None:
+    batch, _ = cluster_rows(3)  # orders:0, 1, 2: three slots
+    batch.by_slot = True
+    client = FakeCluster([[], [], []])
+    assert batch.run(script_of(client)) == []
+    assert [args[2] for args in client.sent[0]] == [3, 3, 3]  # a marker, a row's two keys
 
 
 @pytest.mark.parametrize(("reply", "raised"), [
     (ConnectionError("gone"), SinkUnavailableError),
     (ClusterDownError("CLUSTERDOWN The cluster is down"), SinkUnavailableError),
     (MovedError("3999 127.0.0.1:6381"), SinkUnavailableError),
+    (ResponseError("Script attempted to access a non local key in a cluster node script"),
+     SlotsMovedError),
     (ResponseError("ERR something else"), SinkRejectedError),
 ])
 def test_a_failed_call_fails_the_batch(reply: Exception, raised: type[Exception]) -> None:
-    batch, _ = slot_batch(2)
+    batch, _ = cluster_rows(30)
     with pytest.raises(raised):
-        batch.run(script_of(FakeCluster([[], reply])))
+        batch.run(script_of(FakeCluster([[], reply, []])))
