@@ -25,7 +25,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from psycopg import sql
 from cdc.capture.source.publication import selected_tables
 from cdc.log import partition_for
 from compose.launcher import PostgresServer
+from compose.launcher.base import free_port
 
 TABLES = int(os.environ.get("BENCH_TABLES", "2000"))
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
@@ -75,12 +75,6 @@ DO $$ DECLARE n bigint; BEGIN
     COMMIT;
   END LOOP;
 END $$"""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def create_tables(dsn: str) -> int:

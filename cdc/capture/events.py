@@ -1,4 +1,4 @@
-"""Change events from decoded pgoutput rows (ARCHITECTURE.md, "The event").
+"""Change events from decoded pgoutput rows (docs/architecture.md, "The event").
 
 An event is encoded in two steps, so each row is serialised once: the *body*
 (``op``, ``key``, ``before``, ``after``, ``unchanged``, ``schema_version``) when the row

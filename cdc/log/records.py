@@ -98,7 +98,7 @@ class StartAt:
 
 
 class BackpressurePolicy(Enum):
-    """What a consumer group does when it falls behind (ARCHITECTURE.md, Backpressure)."""
+    """What a consumer group does when it falls behind (docs/architecture.md, Backpressure)."""
 
     BUFFER = "buffer"
     DROP = "drop"

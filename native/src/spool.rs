@@ -1,4 +1,4 @@
-//! The stream spool's frames (`cdc/capture/spool.py`): a streamed transaction's events
+//! The stream spool's frames (`cdc/capture/stream/spool.py`): a streamed transaction's events
 //! written to disk as they arrive, read back and completed with the source block at its
 //! Stream Commit.
 //!

@@ -2,7 +2,7 @@
 the text clean-up that keeps a value serialisable.
 
 A codec turns one column value in PostgreSQL's text output format into the event's JSON
-value (see "The event" in ARCHITECTURE.md). NULL never reaches a codec: the caller maps
+value (see "The event" in docs/architecture.md). NULL never reaches a codec: the caller maps
 ``None`` to ``null`` and ``UNCHANGED_TOAST`` to the event's ``unchanged`` list.
 """
 

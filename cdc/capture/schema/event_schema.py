@@ -1,5 +1,5 @@
 """The change event's JSON Schema: the documented contract of what the capture writes
-(ARCHITECTURE.md, "The event"; README, "Events")."""
+(docs/architecture.md, "The event"; README, "Events")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The file backend: the embedded default log, on local disk, needing no server."""
 
 from .consumer import FileConsumer
-from .log import FileAdmin, FileLog, FileLogSettings
+from .directory import FileLogSettings
+from .log import FileAdmin, FileLog
 from .names import topic_dir, topic_dir_name
 from .producer import FileProducer
 from .topic_producer import FileTopicProducer

@@ -34,7 +34,7 @@ from .reader import PartitionReader
 from .topics import end_offset, list_topics, partition_dir, read_meta, start_offset
 
 if TYPE_CHECKING:
-    from .log import FileLog
+    from .directory import LogDirectory
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ OFFSETS_SYNC_S = 0.5
 class FileConsumer:
     """Reads the partitions this member holds; sleeps on inotify when there is nothing."""
 
-    def __init__(self, log: FileLog, group: str, *, topics: Sequence[str] = (),
+    def __init__(self, log: LogDirectory, group: str, *, topics: Sequence[str] = (),
                  pattern: str | None = None, start: StartAt | None = None,
                  backpressure: Backpressure | None = None) -> None:
         if bool(topics) == (pattern is not None):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..records import (
@@ -16,6 +15,7 @@ from ..records import (
     TopicPartition,
 )
 from .consumer import FileConsumer
+from .directory import FileLogSettings
 from .groups import read_policy
 from .handles import HandlePool
 from .offsets import OffsetStore
@@ -31,23 +31,6 @@ from .topics import (
     start_offset,
     write_meta,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class FileLogSettings:
-    """Tunables of the file backend."""
-
-    default_partitions: int = 3
-    segment_bytes: int = 64 << 20
-    segment_ms: int = 24 * 3600 * 1000
-    fsync: bool = True
-    retention_ms: int | None = None
-    retention_bytes: int | None = None
-    compact_all_topics: bool = False
-    compaction_interval_ms: int = 10 * 60 * 1000
-    min_dirty_ratio: float = 0.5
-    delete_retention_ms: int = 24 * 3600 * 1000
-    open_files: int = 128  # segment files open at once, all topics together (LRU pool)
 
 
 class FileLog:

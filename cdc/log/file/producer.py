@@ -41,7 +41,7 @@ from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta
 from .writer import PartitionWriter, fsync_dir, sync_file
 
 if TYPE_CHECKING:
-    from .log import FileLog
+    from .directory import LogDirectory
 
 RETENTION_CHECK_S = 30.0  # every partition written is checked this often
 RETENTION_SLICE = 256  # partitions checked at once
@@ -76,7 +76,7 @@ class FileProducer:
     segment's for a batch of one partition) when ``append`` returns. Only one producer
     may write to a log directory at a time."""
 
-    def __init__(self, log: FileLog) -> None:
+    def __init__(self, log: LogDirectory) -> None:
         self._log = log
         self._lock_fd = os.open(log.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -123,7 +123,7 @@ class FileProducer:
             self._hold_topic(topic)
             meta = read_meta(self._log.root, topic)
             if meta is None:
-                meta = TopicMeta(self._log.default_partitions)
+                meta = TopicMeta(self._log.settings.default_partitions)
                 write_meta(self._log.root, topic, meta)
             count = self._partitions[topic] = meta.partitions
         return count

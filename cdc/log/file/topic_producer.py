@@ -24,7 +24,7 @@ from .topics import TopicMeta, last_record, partition_dir, read_meta, write_meta
 from .writer import PartitionWriter
 
 if TYPE_CHECKING:
-    from .log import FileLog
+    from .directory import LogDirectory
 
 LOCK_TIMEOUT_S = 30.0
 RETENTION_CHECK_S = 30.0
@@ -33,7 +33,8 @@ RETENTION_CHECK_S = 30.0
 class FileTopicProducer:
     """A producer restricted to ``topic``; safe beside other writers of the same log."""
 
-    def __init__(self, log: FileLog, topic: str, *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
+    def __init__(self, log: LogDirectory, topic: str, *,
+                 lock_timeout: float = LOCK_TIMEOUT_S) -> None:
         self._log = log
         self.topic = topic
         self._lock = TopicLock(log.root, topic)
@@ -44,7 +45,7 @@ class FileTopicProducer:
     def _partition_count(self) -> int:
         meta = read_meta(self._log.root, self.topic)
         if meta is None:
-            meta = TopicMeta(self._log.default_partitions)
+            meta = TopicMeta(self._log.settings.default_partitions)
             write_meta(self._log.root, self.topic, meta)
         return meta.partitions
 

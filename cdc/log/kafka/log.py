@@ -28,6 +28,8 @@ class KafkaLog:
                  client_config: dict[str, Any] | None = None,
                  max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
                  replication: Replication | None = None) -> None:
+        if isinstance(bootstrap_servers, str):  # "host:port[,host:port]", not its letters
+            bootstrap_servers = [bootstrap_servers]
         self._config: dict[str, Any] = {"bootstrap.servers": ",".join(bootstrap_servers),
                                         **(client_config or {})}
         self._admin = KafkaAdmin(self._config, default_partitions, max_record_bytes,

@@ -1,7 +1,7 @@
 //! `feed_batch`: the CopyData messages of the replication stream, as received, into
 //! records (or stream spool frames) in one call, for as long as they are the plain
 //! messages of normal and streamed transactions (the Python side is
-//! `NativeChanges.feed_batch` in `cdc/capture/dml_native.py`).
+//! `NativeChanges.feed_batch` in `cdc/capture/stream/native.py`).
 
 use std::collections::HashMap;
 

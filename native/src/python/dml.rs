@@ -1,5 +1,5 @@
 //! `dml_event` and `dml_record`: one streamed Insert, Update or Delete message → its
-//! event (see `crate::pgoutput`; the Python side is `cdc/capture/dml_native.py`).
+//! event (see `crate::pgoutput`; the Python side is `cdc/capture/stream/native.py`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

@@ -1,5 +1,5 @@
 //! `snapshot_rows`: a chunk of `COPY … TO STDOUT` text rows → their events, in one call
-//! (see `crate::snapshot`; the Python side is `cdc/capture/snapshot_native.py`).
+//! (see `crate::snapshot`; the Python side is `cdc/capture/snapshot/native.py`).
 
 use std::sync::{Mutex, MutexGuard};
 

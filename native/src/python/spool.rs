@@ -1,7 +1,7 @@
 //! `spool_frame` and `spool_records`: a streamed transaction's row changes into the
 //! stream spool's frames, and a committed transaction's frames into its log records, in
-//! batches (see `crate::spool`; the Python side is `cdc/capture/spool.py` and
-//! `cdc/capture/dml_native.py`).
+//! batches (see `crate::spool`; the Python side is `cdc/capture/stream/spool.py` and
+//! `cdc/capture/stream/native.py`).
 
 use std::collections::HashSet;
 

@@ -1,5 +1,5 @@
 //! Snapshot rows: `COPY … TO STDOUT` text rows straight into `r` events, as
-//! `cdc/capture/snapshot_copy.py` (parsing) and `cdc.capture.events.read_event` (the
+//! `cdc/capture/snapshot/copy.py` (parsing) and `cdc.capture.events.read_event` (the
 //! event) do, one call per chunk of rows.
 //!
 //! A row this module cannot turn into exactly the reference's bytes (a value its codec

@@ -5,7 +5,7 @@
 
 use super::json::{push_float, push_string, push_string_parts, push_u64};
 
-/// Which Python codec a column uses (the numbers are `cdc/capture/snapshot_native.py`'s).
+/// Which Python codec a column uses (the numbers are `cdc/capture/snapshot/native.py`'s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `decode_text`: the text as a JSON string.

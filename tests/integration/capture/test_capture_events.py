@@ -1,4 +1,4 @@
-"""The capture against real PostgreSQL: events as ARCHITECTURE.md describes them."""
+"""The capture against real PostgreSQL: events as docs/architecture.md describes them."""
 
 from __future__ import annotations
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 import urllib.error
@@ -16,15 +15,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from compose.launcher.base import free_port
 from tests.processes import start_cdc_run, stop_process
 
 TOKEN = "obs-token-4d8f1c2a9e"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -3,7 +3,6 @@ reconcile tests: the schema, the pipeline file, the fixture, and drift made by h
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 import redis
 from opensearchpy import OpenSearch
 
+from compose.launcher.base import free_port
 from tests.processes import start_cdc_run, stop_process
 
 ROWS = 2000
@@ -50,12 +50,6 @@ class StartPipeline(Protocol):
     """The ``start_pipeline`` fixture."""
 
     def __call__(self, extra: str = "", metrics: bool = False) -> Pipeline: ...
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def write_config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str,

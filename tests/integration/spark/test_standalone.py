@@ -1,7 +1,9 @@
 """``cdc replay`` on a Spark standalone cluster (a master and two one-core workers from
 the installed PySpark, ``SparkStandaloneCluster``): ``materialize`` gives the rows and
 checksum of ``local[2]`` over the same file log, also when a worker is SIGKILLed while
-the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versions.
+the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versions;
+``materialize``, ``state-as-of`` and ``aggregates`` over the same events in Kafka give
+what ``local[2]`` gives over the file log.
 
 Each job is ``python -m cdc.cli replay …`` in its own process (its own driver JVM), as an
 operator runs it. The executors' Python cannot import Distributary by itself (a wrapper
@@ -27,13 +29,20 @@ from typing import Any, cast
 import pytest
 import redis
 
-from bench.spark import PREFIX, TABLE, write_log
+from bench.spark import EVENTS_PER_TRANSACTION, PREFIX, TABLE, TOPIC, write_log
+from cdc.capture.lsn import format_lsn
+from cdc.log import Record
+from cdc.log.file import FileLog
+from cdc.log.kafka import KafkaLog
 from compose.launcher.base import free_port
 from compose.launcher.spark_standalone import SparkStandaloneCluster
 
 pytestmark = pytest.mark.integration
 
 EVENTS, KEYS = 30_000, 6_000
+AS_OF_LSN = 0x1000000 + 4096 * (EVENTS // EVENTS_PER_TRANSACTION // 2)  # mid-log
+AGGREGATES = [("per_status", "SELECT status, count(*) AS orders, sum(amount) AS total "
+                             "FROM `public.orders` GROUP BY status")]  # bench.spark.TABLE
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ROOT = Path(__file__).resolve().parents[3]
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -93,11 +102,14 @@ class Job:
     datasets: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def pipeline(workdir: Path, name: str, redis_url: str | None = None) -> Job:
+def pipeline(workdir: Path, name: str, redis_url: str | None = None, *,
+             kafka: str | None = None) -> Job:
+    """A pipeline file over the file log (or the same events in ``kafka``)."""
     ui_port = free_port()
+    log = (f"log:\n  backend: kafka\n  bootstrap_servers: [{kafka}]\n" if kafka
+           else f"log:\n  backend: file\n  path: {workdir / 'log'}\n")
     text = (f"source:\n  dsn: postgresql://127.0.0.1:1/none\n  slot: {PREFIX}\n"
-            f"  publication: {PREFIX}\n"
-            f"log:\n  backend: file\n  path: {workdir / 'log'}\n"
+            f"  publication: {PREFIX}\n" + log +
             f"spark:\n  output_path: {workdir / name}\n"
             "  conf:\n    spark.sql.shuffle.partitions: 2\n"
             f"    spark.ui.port: {ui_port}\n    spark.port.maxRetries: 0\n"
@@ -105,6 +117,8 @@ def pipeline(workdir: Path, name: str, redis_url: str | None = None) -> Job:
             # small data: JVM start-up is most of the work, the quick JIT halves it
             f"    spark.driver.extraJavaOptions: {QUICK_JVM}\n"
             f"    spark.executor.extraJavaOptions: {QUICK_JVM}\n")
+    text += "  aggregates:\n" + "".join(
+        f"    - name: {aggregate}\n      sql: \"{sql}\"\n" for aggregate, sql in AGGREGATES)
     if redis_url:
         text += (f"connectors:\n  - name: cache\n    type: redis\n    topics: [{PREFIX}.{TABLE}]\n"
                  f"    config:\n      url: {redis_url}\n"
@@ -114,14 +128,15 @@ def pipeline(workdir: Path, name: str, redis_url: str | None = None) -> Job:
     return Job(config, ui_port)
 
 
-def start(job: Job, command: str, master: str, workdir: Path) -> subprocess.Popen[str]:
+def start(job: Job, command: str, master: str, workdir: Path,
+          *options: str) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env.pop("PYSPARK_PYTHON", None)
     if master.startswith("spark://"):
         env["PYSPARK_PYTHON"] = str(workdir / "python")
     return subprocess.Popen(
         [sys.executable, "-m", "cdc.cli", "replay", command, "-c", str(job.config),
-         "--master", master, "--tables", TABLE, "--no-progress"],
+         "--master", master, "--tables", TABLE, "--no-progress", *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir)
 
 
@@ -137,8 +152,9 @@ def finish(job: Job, proc: subprocess.Popen[str]) -> dict[str, tuple[int, str]]:
     return job.datasets
 
 
-def replay(job: Job, command: str, master: str, workdir: Path) -> dict[str, tuple[int, str]]:
-    return finish(job, start(job, command, master, workdir))
+def replay(job: Job, command: str, master: str, workdir: Path,
+           *options: str) -> dict[str, tuple[int, str]]:
+    return finish(job, start(job, command, master, workdir, *options))
 
 
 def _get(url: str) -> Any:
@@ -215,3 +231,35 @@ def test_rebuild_cache_twice_is_idempotent(healthy: SparkStandaloneCluster, work
         for key in client.scan_iter(match=f"*{unique_name}:*", count=5000):
             client.delete(key)
         client.close()
+
+
+def copy_to_kafka(root: Path, bootstrap: str) -> None:
+    """The file log's topics, record for record (partition, key, value, position), into
+    new topics of the same names on ``bootstrap``."""
+    source, target = FileLog(root), KafkaLog([bootstrap])
+    try:
+        producer = target.producer()
+        for topic in (TOPIC, f"{PREFIX}._schemas"):
+            target.admin().create_topic(topic, len(source.admin().partitions(topic)))
+            producer.append([Record(m.topic, m.key, m.value, m.position, m.tombstone,
+                                    partition=m.partition) for m in source.read_to_end(topic)])
+        producer.close()
+    finally:
+        source.close()
+        target.close()
+
+
+def test_every_job_over_the_kafka_log_equals_local_over_the_file_log(
+        healthy: SparkStandaloneCluster, workdir: Path, kafka_bootstrap: str) -> None:
+    """materialize, state-as-of and aggregates on the cluster reading Kafka (Spark's Kafka
+    source jars reach the executors by ``spark.jars``) give the rows and checksums of
+    ``local[2]`` reading the same events from the file log."""
+    copy_to_kafka(workdir / "log", kafka_bootstrap)
+    for command, options in (("materialize", ()), ("aggregates", ()),
+                             ("state-as-of", ("--as-of", format_lsn(AS_OF_LSN)))):
+        local = replay(pipeline(workdir, f"local-{command}"), command, "local[2]", workdir,
+                       *options)
+        on_kafka = replay(pipeline(workdir, f"kafka-{command}", kafka=kafka_bootstrap),
+                          command, healthy.master_url, workdir, *options)
+        assert local and on_kafka == local, command
+        assert all(rows > 0 for rows, _ in local.values()), (command, local)

@@ -121,3 +121,58 @@ def tree_violations() -> list[Violation]:
         module, is_package = module_name(path)
         found += violations(module, path.read_text(encoding="utf-8"), is_package=is_package)
     return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Product module → the product modules it imports (any import, as ``violations``
+    counts them; ``from package import module`` counts the module)."""
+    paths = {module_name(path)[0]: path for path in product_modules()}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(module, is_package, node)
+                targets.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in paths
+                               else base for alias in node.names)
+        graph[module] = {target for target in targets if target in paths and target != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, round (strongly connected components
+    of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from .import_rules import REPO, module_name, product_modules, tree_violations, violations
+from .import_rules import (
+    REPO,
+    circles,
+    import_graph,
+    module_name,
+    product_modules,
+    tree_violations,
+    violations,
+)
 
 
 def test_the_product_follows_the_import_rule() -> None:
@@ -66,3 +74,14 @@ def test_the_old_layering_would_fail() -> None:
                  "from connectors.registry import known_sinks\n"
     assert [str(v) for v in violations("cdc.config.schema", old_schema)] == [
         "cdc.config.schema:2 imports connectors.registry (the core imports nothing above it)"]
+
+
+def test_no_product_modules_import_each_other_round() -> None:
+    graph = import_graph()
+    assert "cdc.log.file.directory" in graph["cdc.log.file.consumer"]  # under TYPE_CHECKING
+    assert circles(graph) == []
+
+
+def test_a_circle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert circles(graph) == [["a", "b", "c"]]

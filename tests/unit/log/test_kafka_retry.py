@@ -42,3 +42,4 @@ def test_retrying_ends_after_its_time() -> None:
     with pytest.raises(KafkaException):
         retrying(request, for_s=0.3)
     assert 2 <= len(calls) <= 6
+

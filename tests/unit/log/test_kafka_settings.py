@@ -53,3 +53,13 @@ def test_history_topics_are_created_to_keep_their_records_forever() -> None:
     config = topic_config(history=True)
     assert config["retention.ms"] == "-1" and config["retention.bytes"] == "-1"
     assert "retention.ms" not in topic_config()
+
+
+def test_bootstrap_servers_given_as_one_string_are_not_split_into_letters() -> None:
+    from cdc.log.kafka import KafkaLog
+
+    log = KafkaLog("127.0.0.1:1,127.0.0.1:2")  # nothing listens: no request is made
+    try:
+        assert log._config["bootstrap.servers"] == "127.0.0.1:1,127.0.0.1:2"
+    finally:
+        log.close()
