@@ -61,6 +61,8 @@ class SnapshotCore(Protocol):
                          source: tuple[bytes, bytes], first_seq: int
                          ) -> tuple[list[Record | None], list[tuple[int, bytes]]]: ...
 
+    def CopyDrain(self, pgconn: int, get_copy_data: int, free_mem: int) -> object: ...
+
 
 class DmlCore(SnapshotCore, Protocol):
     """The row change functions of ``distributary_native`` (``native/src/python/dml.rs``,
@@ -108,18 +110,14 @@ CORE: NativeCore | None = import_core() if enabled() else None
 
 
 def snapshot_core() -> SnapshotCore | None:
-    """The snapshot functions when the switch allows and the installed module has them
-    (a module built before they existed has not), else None."""
+    """The snapshot functions when the switch allows and the module is installed, else
+    None."""
     core = CORE if enabled() else None
-    if core is None or not hasattr(core, "snapshot_rows"):
-        return None
-    return cast(SnapshotCore, core)
+    return None if core is None else cast(SnapshotCore, core)
 
 
 def dml_core() -> DmlCore | None:
-    """The row change functions when the switch allows and the installed module has them,
-    else None."""
+    """The row change functions when the switch allows and the module is installed, else
+    None."""
     core = snapshot_core()
-    if core is None or not hasattr(core, "dml_record") or not hasattr(core, "feed_batch"):
-        return None
-    return cast(DmlCore, core)
+    return None if core is None else cast(DmlCore, core)

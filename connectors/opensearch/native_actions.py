@@ -63,11 +63,9 @@ class OpenSearchActionsCore(Protocol):
 
 
 def opensearch_core() -> OpenSearchActionsCore | None:
-    """The native renderer when the switch allows and the installed module has it."""
+    """The native renderer when the switch allows and the module is installed."""
     core = native.CORE if native.enabled() else None
-    if core is None or not hasattr(core, "opensearch_actions"):
-        return None
-    return cast(OpenSearchActionsCore, core)
+    return None if core is None else cast(OpenSearchActionsCore, core)
 
 
 class NativeBatch(NamedTuple):

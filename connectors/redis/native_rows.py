@@ -36,11 +36,9 @@ class RedisRowsCore(Protocol):
 
 
 def redis_core() -> RedisRowsCore | None:
-    """The native renderer when the switch allows and the installed module has it."""
+    """The native renderer when the switch allows and the module is installed."""
     core = native.CORE if native.enabled() else None
-    if core is None or not hasattr(core, "redis_calls"):
-        return None
-    return cast(RedisRowsCore, core)
+    return None if core is None else cast(RedisRowsCore, core)
 
 
 class NativeRows:

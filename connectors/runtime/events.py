@@ -118,11 +118,9 @@ class EventChecksCore(Protocol):
 
 
 def checks_core() -> EventChecksCore | None:
-    """The native checks when the switch allows and the installed module has them."""
+    """The native checks when the switch allows and the module is installed."""
     core = native_core.CORE if native_core.enabled() else None
-    if core is None or not hasattr(core, "sink_event_checks"):
-        return None
-    return cast(EventChecksCore, core)
+    return None if core is None else cast(EventChecksCore, core)
 
 
 CHECKS = checks_core()

@@ -69,7 +69,7 @@ def copy_drain(pgconn: pq.abc.PGconn) -> CopyDrain | None:
     """A native drain of ``pgconn``'s COPY OUT (the connection used by nobody else until
     the COPY ends), or None: read it row by row."""
     core = snapshot_core()
-    maker = getattr(core, "CopyDrain", None)
+    maker = None if core is None else core.CopyDrain
     functions = copy_functions() if maker is not None else None
     pointer: int | None = getattr(pgconn, "pgconn_ptr", None)  # not in pq.abc.PGconn
     if maker is None or functions is None or not pointer:

@@ -45,7 +45,7 @@ _HEADER = struct.Struct(">4sII")
 _PART_HEAD = struct.Struct(">H")
 _PART_FIELDS = struct.Struct(">IQI")
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 16
-_crc32: Callable[[bytes, int], int] = getattr(CORE, "crc32", None) or zlib.crc32
+_crc32: Callable[[bytes, int], int] = zlib.crc32 if CORE is None else CORE.crc32
 
 
 class JournalCorruptionError(LogError, TerminalError):

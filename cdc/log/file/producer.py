@@ -49,14 +49,14 @@ RETENTION_SLICE = 256  # partitions checked at once
 # is made durable by fdatasyncs of its segments instead of the journal (``_syncs_segments``)
 DIRECT_SYNC_PARTITIONS = 8
 DIRECT_SYNC_BYTES = 256 << 10
-# the grouping loop of ``append`` in one native call (a module built before it has none)
+# the grouping loop of ``append`` in one native call
 _GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
                           dict[tuple[str, int], list[Record]] | None] | None = (
-    getattr(CORE, "group_records", None) if CORE is not None else None)
+    CORE.group_records if CORE is not None else None)
 
 # ``append``'s common batch (one topic of one partition) checked and encoded in one native
 # pass (``_append_whole``); without the native core it is grouped, then encoded, in Python
-_ONE_PASS = CORE is not None and hasattr(CORE, "encode_topic_batch")
+_ONE_PASS = CORE is not None
 
 
 def _syncs_segments(parts: Sequence[tuple[bytes, int, int, bytes]]) -> bool:
