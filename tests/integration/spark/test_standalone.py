@@ -2,8 +2,8 @@
 the installed PySpark, ``SparkStandaloneCluster``): ``materialize`` gives the rows and
 checksum of ``local[2]`` over the same file log, also when a worker is SIGKILLed while
 the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versions;
-``materialize``, ``state-as-of`` and ``aggregates`` over the same events in Kafka give
-what ``local[2]`` gives over the file log.
+``materialize``, ``state-as-of``, ``aggregates`` and both rebuilds over the same events
+in Kafka give what ``local[2]`` gives over the file log.
 
 Each job is ``python -m cdc.cli replay …`` in its own process (its own driver JVM), as an
 operator runs it. The executors' Python cannot import Distributary by itself (a wrapper
@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import pytest
 import redis
+from opensearchpy import OpenSearch
 
 from bench.spark import EVENTS_PER_TRANSACTION, PREFIX, TABLE, TOPIC, write_log
 from cdc.capture.lsn import format_lsn
@@ -103,8 +104,9 @@ class Job:
 
 
 def pipeline(workdir: Path, name: str, redis_url: str | None = None, *,
-             kafka: str | None = None) -> Job:
-    """A pipeline file over the file log (or the same events in ``kafka``)."""
+             kafka: str | None = None, opensearch_url: str | None = None) -> Job:
+    """A pipeline file over the file log (or the same events in ``kafka``), with a Redis
+    connector (keys under ``name``) and an OpenSearch one (index ``<name>_orders``)."""
     ui_port = free_port()
     log = (f"log:\n  backend: kafka\n  bootstrap_servers: [{kafka}]\n" if kafka
            else f"log:\n  backend: file\n  path: {workdir / 'log'}\n")
@@ -119,10 +121,16 @@ def pipeline(workdir: Path, name: str, redis_url: str | None = None, *,
             f"    spark.executor.extraJavaOptions: {QUICK_JVM}\n")
     text += "  aggregates:\n" + "".join(
         f"    - name: {aggregate}\n      sql: \"{sql}\"\n" for aggregate, sql in AGGREGATES)
+    if redis_url or opensearch_url:
+        text += "connectors:\n"
     if redis_url:
-        text += (f"connectors:\n  - name: cache\n    type: redis\n    topics: [{PREFIX}.{TABLE}]\n"
+        text += (f"  - name: cache\n    type: redis\n    topics: [{PREFIX}.{TABLE}]\n"
                  f"    config:\n      url: {redis_url}\n"
                  f"      key_template: \"{name}:{{table}}:{{key}}\"\n")
+    if opensearch_url:
+        text += (f"  - name: search\n    type: opensearch\n    topics: [{PREFIX}.{TABLE}]\n"
+                 f"    config:\n      hosts: [{opensearch_url}]\n"
+                 f"      index: \"{name}_{{table}}\"\n")
     config = workdir / f"{name}.yaml"
     config.write_text(text)
     return Job(config, ui_port)
@@ -233,6 +241,13 @@ def test_rebuild_cache_twice_is_idempotent(healthy: SparkStandaloneCluster, work
         client.close()
 
 
+@pytest.fixture(scope="module")
+def kafka_log(workdir: Path, kafka_bootstrap: str) -> str:
+    """The file log's events, also in Kafka (``kafka_bootstrap``)."""
+    copy_to_kafka(workdir / "log", kafka_bootstrap)
+    return kafka_bootstrap
+
+
 def copy_to_kafka(root: Path, bootstrap: str) -> None:
     """The file log's topics, record for record (partition, key, value, position), into
     new topics of the same names on ``bootstrap``."""
@@ -250,11 +265,11 @@ def copy_to_kafka(root: Path, bootstrap: str) -> None:
 
 
 def test_every_job_over_the_kafka_log_equals_local_over_the_file_log(
-        healthy: SparkStandaloneCluster, workdir: Path, kafka_bootstrap: str) -> None:
+        healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str) -> None:
     """materialize, state-as-of and aggregates on the cluster reading Kafka (Spark's Kafka
     source jars reach the executors by ``spark.jars``) give the rows and checksums of
     ``local[2]`` reading the same events from the file log."""
-    copy_to_kafka(workdir / "log", kafka_bootstrap)
+    kafka_bootstrap = kafka_log
     for command, options in (("materialize", ()), ("aggregates", ()),
                              ("state-as-of", ("--as-of", format_lsn(AS_OF_LSN)))):
         local = replay(pipeline(workdir, f"local-{command}"), command, "local[2]", workdir,
@@ -263,3 +278,42 @@ def test_every_job_over_the_kafka_log_equals_local_over_the_file_log(
                           command, healthy.master_url, workdir, *options)
         assert local and on_kafka == local, command
         assert all(rows > 0 for rows, _ in local.values()), (command, local)
+
+
+def search_state(client: OpenSearch, name: str) -> dict[str, tuple[Any, int]]:
+    """Each document of ``<name>_orders``: its source and version."""
+    client.indices.refresh(index=f"{name}_orders")
+    found = client.search(index=f"{name}_orders", size=10_000, version=True,
+                          body={"query": {"match_all": {}}})
+    return {hit["_id"]: (hit["_source"], hit["_version"]) for hit in found["hits"]["hits"]}
+
+
+def test_both_rebuilds_over_the_kafka_log_equal_local_over_the_file_log(
+        healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str, redis_url: str,
+        opensearch_url: str, unique_name: str) -> None:
+    """rebuild-cache and rebuild-search on the cluster reading Kafka write the keys,
+    values, documents and versions ``local[2]`` writes from the file log."""
+    cache = redis.Redis.from_url(redis_url)
+    search = OpenSearch([opensearch_url])
+    local, on_kafka = f"{unique_name}_local", f"{unique_name}_kafka"
+    try:
+        for command in ("rebuild-cache", "rebuild-search"):
+            replay(pipeline(workdir, local, redis_url, opensearch_url=opensearch_url),
+                   command, "local[2]", workdir)
+            replay(pipeline(workdir, on_kafka, redis_url, kafka=kafka_log,
+                            opensearch_url=opensearch_url),
+                   command, healthy.master_url, workdir)
+        keys = redis_state(cache, local)
+        assert len(keys) > KEYS // 2
+        assert {key.replace(local.encode(), on_kafka.encode()): value
+                for key, value in keys.items()} == redis_state(cache, on_kafka)
+        documents = search_state(search, local)
+        assert len(documents) > KEYS // 2
+        assert search_state(search, on_kafka) == documents
+    finally:
+        for name in (local, on_kafka):
+            for key in cache.scan_iter(match=f"*{name}:*", count=5000):
+                cache.delete(key)
+            search.indices.delete(index=f"{name}_orders*", ignore_unavailable=True)
+        cache.close()
+        search.close()
