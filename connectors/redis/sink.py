@@ -90,6 +90,12 @@ class RedisSink:
             client.script_load(script)
         except (RedisError, RedisClusterException) as exc:
             client.close()
+            if (self.config.cluster and isinstance(exc, ResponseError)
+                    and not is_transient(exc)):
+                raise ConfigError([ConfigProblem("config.urls", "this Redis Cluster refused "
+                                                 "the connector's script (it needs Redis 7.0 "
+                                                 "or later: script flags): "
+                                                 f"{str(exc)[:200]}")]) from exc
             raise unavailable(exc, doing) from exc
         except ConfigError:
             client.close()

@@ -17,9 +17,11 @@ from redis.exceptions import (
     ResponseError,
 )
 
+from cdc.errors import ConfigError
 from connectors.contract import SinkRejectedError, SinkUnavailableError
 from connectors.redis import RedisSinkConfig
 from connectors.redis.cluster_batch import ClusterRows, SlotsMovedError
+from connectors.redis.sink import RedisSink
 from connectors.redis.slots import KeyNames, slot_marker, slot_of, slot_tags
 from tests.unit.connectors.sink_events import TableEvents
 
@@ -198,3 +200,32 @@ def test_a_failed_call_fails_the_batch(reply: Exception, raised: type[Exception]
     batch, _ = cluster_rows(30)
     with pytest.raises(raised):
         batch.run(script_of(FakeCluster([[], reply, []])))
+
+
+class OldRedisCluster:
+    """A cluster of Redis < 7: it refuses a script with flags (a shebang line)."""
+
+    closed = False
+
+    def ping(self) -> bool:
+        return True
+
+    def script_load(self, script: str) -> str:
+        assert script.startswith("#!lua flags=allow-cross-slot-keys\n")
+        raise ResponseError("Error compiling script (new function): user_script:1: "
+                            "unexpected symbol near '#'")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_cluster_too_old_for_script_flags_is_a_config_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    old = OldRedisCluster()
+    monkeypatch.setattr("connectors.redis.sink.make_client", lambda config: old)
+    sink = RedisSink(RedisSinkConfig.model_validate({"urls": ["redis://127.0.0.1:7000"]}))
+    with pytest.raises(ConfigError) as caught:
+        sink.open()
+    [problem] = caught.value.problems
+    assert problem.path == "config.urls" and "Redis 7.0 or later" in problem.message
+    assert "near '#'" in problem.message and old.closed
