@@ -90,8 +90,8 @@ class RedisSink:
             client.script_load(script)
         except (RedisError, RedisClusterException) as exc:
             client.close()
-            if (self.config.cluster and isinstance(exc, ResponseError)
-                    and not is_transient(exc)):
+            if (self.config.cluster and doing == "loading the batch script"
+                    and isinstance(exc, ResponseError) and not is_transient(exc)):
                 raise ConfigError([ConfigProblem("config.urls", "this Redis Cluster refused "
                                                  "the connector's script (it needs Redis 7.0 "
                                                  "or later: script flags): "
