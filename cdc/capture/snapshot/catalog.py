@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import psycopg
 from psycopg import sql
 
@@ -89,6 +90,22 @@ def catalog_tables(conn: psycopg.Connection[Any], tables: list[tuple[str, str]],
             int(estimate) if estimate is not None and int(estimate) > 0 else None,
             publishes.row_filter)
     return found
+
+
+def planned_rows(conn: psycopg.Connection[Any], schema: str, table: str) -> int | None:
+    """The planner's estimate of the table's rows (``EXPLAIN SELECT FROM``), None when it
+    no longer exists. Unlike ``pg_class.reltuples`` (0 or -1 until the first VACUUM or
+    ANALYZE) the planner sizes a never-analyzed table by its pages, and a partitioned one
+    by its partitions."""
+    query = sql.SQL("EXPLAIN (FORMAT JSON) SELECT FROM {}").format(
+        sql.Identifier(schema, table))
+    try:
+        row = conn.execute(query).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    assert row is not None
+    plan = orjson.loads(row[0]) if isinstance(row[0], str | bytes) else row[0]
+    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 def snapshot_query(schema: str, table: str, columns: tuple[str, ...],

@@ -39,7 +39,7 @@ from ..source import session
 from ..source.ddl_race import outlast_ddl, raced_ddl
 from ..source.publication import published_relations, tables_added_by_name
 from ..source.slot import split_table
-from .catalog import published_table
+from .catalog import planned_rows, published_table
 from .chunks import WHOLE_TABLE, ChunkKey, NoChunkKeyError, chunk_key, chunk_query
 from .incremental_log import (
     MESSAGE_PREFIX,
@@ -169,11 +169,9 @@ class IncrementalSnapshots:
 
     def _estimated_rows(self, schema: str, table: str) -> int:
         with session.connect(self.dsn) as conn:
-            row = outlast_ddl(lambda: conn.execute(
-                "SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c JOIN pg_namespace n"
-                " ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
-                (schema, table)).fetchone(), what=f"estimating the rows of {schema}.{table}")
-        return int(row[0]) if row is not None else 0
+            rows = outlast_ddl(lambda: planned_rows(conn, schema, table),
+                               what=f"estimating the rows of {schema}.{table}")
+        return rows or 0  # dropped since: nothing to read again
 
     def request_all(self) -> None:
         """Snapshot every published table again (snapshot mode ``always``)."""
