@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from ..pgoutput import Relation
 from ..source.ddl_race import outlast_ddl
 
 # (name, type oid, type modifier, key flag) per column, as ``ShapeRegistry`` records them
@@ -31,6 +32,11 @@ _VALUED_SQL = (
     "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s"
     " AND attname = ANY(%s) AND NOT attisdropped"
     " AND (atthasmissing OR atthasdef OR attgenerated <> '')")
+
+
+def signature_of(relation: Relation) -> Signature:
+    """The columns of ``relation`` as a schema version records them."""
+    return tuple((c.name, c.type_oid, c.type_modifier, c.key) for c in relation.columns)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from ..events import TableShape
 from ..pgoutput import Relation
 from ..source.ddl_race import CatalogRaceError, outlast_ddl
 from ..source.slot import primary_key
-from .rewrites import SchemaRewrite, Signature, valued_columns
+from .rewrites import SchemaRewrite, Signature, signature_of, valued_columns
 from .type_details import describe_type
 
 log = logging.getLogger(__name__)
@@ -77,8 +77,7 @@ class ShapeRegistry:
         if known is None or not known.signature or known.relation_oid not in (None,
                                                                              relation.oid):
             return None
-        signature: Signature = tuple((c.name, c.type_oid, c.type_modifier, c.key)
-                                     for c in relation.columns)
+        signature = signature_of(relation)
         if signature == known.signature:
             return None
         change = SchemaRewrite.between(known.signature, signature)
@@ -120,8 +119,7 @@ class ShapeRegistry:
                         relation.namespace, relation.name, type(exc).__name__,
                         str(exc).strip())
         table = f"{relation.namespace}.{relation.name}"
-        signature: Signature = tuple((c.name, c.type_oid, c.type_modifier, c.key)
-                                     for c in relation.columns)
+        signature = signature_of(relation)
         known = self._versions.get(table, KnownSchema(0, ()))
         recreated = known.relation_oid not in (None, relation.oid)
         if recreated:

@@ -34,6 +34,7 @@ from cdc.log import Position, Producer, Record
 from ..events import CommitInfo, TableShape, complete, insert_events, truncate_event
 from ..lsn import format_lsn, message_commit_lsn, parse_lsn
 from ..pgoutput import Begin, CommitPrepared, LogicalMessage, Message, Relation, StreamCommit
+from ..schema.rewrites import Signature, signature_of
 from ..schema.shapes import ShapeRegistry
 from ..source import session
 from ..source.ddl_race import outlast_ddl, raced_ddl
@@ -92,6 +93,7 @@ class IncrementalSnapshots:
     _trackers: dict[str, KeyTracker] = field(default_factory=dict)  # topic → keys
     _xids: dict[int, int] = field(default_factory=dict)  # commit LSN → xid
     _stream_relations: dict[int, Relation] = field(default_factory=dict)
+    _rereads: dict[str, Signature] = field(default_factory=dict)  # table → columns read for
     _retry_at: float = 0.0
     _races: int = 0  # chunk reads in a row that raced DDL
     _next_log: float = 0.0
@@ -142,10 +144,43 @@ class IncrementalSnapshots:
             if self.new_tables and (table in named or before is not None):
                 self.request(table, None, DEFAULT_CHUNK_ROWS, 0)
 
-    def rows_rewritten(self, table: str, reason: str, lsn: int) -> None:
+    def table_altered(self, identity: str, lsn: int) -> None:
+        """An ``ALTER TABLE`` DDL message at ``lsn`` named the table ``identity`` (as
+        PostgreSQL quotes it): when its columns in the catalog now differ from the log's
+        schema version in a way that changed rows (``schema.rewrites``), read it again at
+        once rather than at its next row change."""
+        with session.connect(self.dsn) as conn:
+            relation = outlast_ddl(lambda: self._relation_now(conn, identity),
+                                   what=f"reading the columns of {identity}")
+        if relation is None:  # dropped since, or not published: nothing to compare
+            return
+        reason = self.shapes.rows_rewritten(relation)
+        if reason is not None:
+            self.rows_rewritten(f"{relation.namespace}.{relation.name}", reason, lsn,
+                                signature_of(relation))
+
+    def _relation_now(self, conn: psycopg.Connection[Any], identity: str) -> Relation | None:
+        row = conn.execute("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n"
+                           " ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
+                           (identity,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return published_table(conn, row[0], row[1], self.publication).relation
+        except LookupError:
+            return None
+
+    def rows_rewritten(self, table: str, reason: str, lsn: int,
+                       signature: Signature | None = None) -> None:
         """A schema change at ``lsn`` altered rows of ``table`` that nobody wrote since
         (``schema.rewrites``): read the table again, unless ``source.schema_changes`` says
-        to ignore it or to wait for ``cdc snapshot`` above a size."""
+        to ignore it or to wait for ``cdc snapshot`` above a size. ``signature``: the
+        columns after the change; a re-read of the table already under way for them (the
+        DDL message came first, then the Relation message) is not started over."""
+        if signature is not None and table in self.states \
+                and self._rereads.get(table) == signature:
+            log.debug("%s: already being read again after this schema change", table)
+            return
         schema, name = split_table(table)
         policy = self.schema_changes
         if policy.action_for(schema, name) == "ignore":
@@ -166,6 +201,8 @@ class IncrementalSnapshots:
         log.info("%s: a schema change %s: reading the table again", table, reason,
                  extra={"lsn": format_lsn(lsn)})
         self.request(table, None, DEFAULT_CHUNK_ROWS, lsn)
+        if signature is not None:
+            self._rereads[table] = signature
 
     def _estimated_rows(self, schema: str, table: str) -> int:
         with session.connect(self.dsn) as conn:

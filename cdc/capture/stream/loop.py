@@ -194,7 +194,7 @@ class StreamLoop:
         self.assembler.feed(decoded, wal_lsn)
         if self.native is not None and type(decoded) not in _KEEPS_SHAPES:
             self.native.forget_tables()  # e.g. a Relation: a new shape
-        if self.assembler.rewritten:
+        if self.assembler.rewritten or self.assembler.altered:
             self.reread_rewritten()
         incremental = self.incremental
         if incremental is not None and incremental.observe(decoded):
@@ -205,16 +205,22 @@ class StreamLoop:
 
     def reread_rewritten(self) -> None:
         """Tables whose rows a schema change altered without writing them: read them
-        again (``IncrementalSnapshots.rows_rewritten``)."""
+        again (``IncrementalSnapshots.rows_rewritten``), and tables an ``ALTER TABLE``
+        DDL message names: compare their columns now (``table_altered``)."""
         rewritten, self.assembler.rewritten = self.assembler.rewritten, []
+        altered, self.assembler.altered = self.assembler.altered, []
         for change in rewritten:
             if self.incremental is not None:
-                self.incremental.rows_rewritten(change.table, change.reason, change.lsn)
+                self.incremental.rows_rewritten(change.table, change.reason, change.lsn,
+                                                change.signature)
             else:
                 log.warning("%s: a schema change %s, but this capture cannot read tables "
                             "while streaming (a standby without source.primary_dsn): rows "
                             "not written since keep their old values downstream",
                             change.table, change.reason, extra={"slot": self.settings.slot})
+        for table in altered:  # a standby's are warned of at the table's next Relation
+            if self.incremental is not None:
+                self.incremental.table_altered(table.identity, table.lsn)
 
     def drain(self) -> None:
         """A committed streamed transaction's records, a chunk per durable append (its

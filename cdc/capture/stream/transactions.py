@@ -61,7 +61,9 @@ from ..pgoutput import (
     Update,
 )
 from ..schema.ddl import DDL_PREFIX
+from ..schema.ddl_alters import altered_tables
 from ..schema.ddl_drops import dropped_tables
+from ..schema.rewrites import Signature, signature_of
 from ..schema.shapes import ShapeRegistry
 from .spool import StreamSpool
 
@@ -97,7 +99,16 @@ class RowsRewritten(NamedTuple):
 
     table: str  # schema.table
     reason: str
-    lsn: int  # where its Relation message came
+    lsn: int  # the commit LSN of its transaction (a Relation message comes at 0/0)
+    signature: Signature  # the columns now
+
+
+class TableAltered(NamedTuple):
+    """A table an ``ALTER TABLE`` DDL message names (``schema.ddl_alters``): its rows may
+    have changed; the loop compares its columns in the catalog with the log's."""
+
+    identity: str  # as PostgreSQL quotes it
+    lsn: int  # where the DDL message came
 
 
 @dataclass(slots=True)
@@ -112,6 +123,7 @@ class TransactionAssembler:
     ready: list[Record] = field(default_factory=list)
     topic_of_prefix: dict[str, str] = field(default_factory=dict)  # message prefix → topic
     rewritten: list[RowsRewritten] = field(default_factory=list)  # taken by the loop
+    altered: list[TableAltered] = field(default_factory=list)  # taken by the loop
     _ack: int = 0
     _open: _OpenTransaction | None = None
     _stream_xid: int | None = None
@@ -201,11 +213,12 @@ class TransactionAssembler:
                 self._ack = max(self._ack, message.end_lsn)
             case Relation():
                 rewrite = self.shapes.rows_rewritten(message)
-                schema_record, recreated = self.shapes.learn_relation(
-                    message, self._open.commit.commit_lsn if self._open else wal_lsn)
+                since = self._open.commit.commit_lsn if self._open else wal_lsn
+                schema_record, recreated = self.shapes.learn_relation(message, since)
                 if rewrite is not None:
                     self.rewritten.append(RowsRewritten(
-                        f"{message.namespace}.{message.name}", rewrite, wal_lsn))
+                        f"{message.namespace}.{message.name}", rewrite, since,
+                        signature_of(message)))
                 if schema_record is not None:
                     self.ready.append(schema_record)
                 if recreated:
@@ -317,6 +330,8 @@ class TransactionAssembler:
             self._emit([event], message.xid)  # spooled with its streamed transaction
             if message.prefix == DDL_PREFIX:  # DROP TABLE: readers drop the rows too
                 self._emit(self._dropped(message.content, wal_lsn), message.xid)
+                self.altered += (TableAltered(identity, wal_lsn)
+                                 for identity in altered_tables(message.content))
         else:
             at = message_commit_lsn(message.lsn)  # before a transaction committed after it
             commit = CommitInfo(self._db_json, at, 0, "")
