@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from cdc.capture.commands import stop_on_signals
+from cdc.capture.commands import recreate_lost_slot_option, stop_on_signals
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log.open import check_backend
@@ -32,10 +32,7 @@ log = logging.getLogger(__name__)
 
 @click.command()
 @config_option
-@click.option("--recreate-lost-slot", is_flag=True,
-              help="If the slot is lost (wal_status=lost) or missing (dropped, or a failover "
-              "to a server without it), drop it if need be, create a new one and snapshot "
-              "the tables again (truncate events first) instead of stopping with an error.")
+@recreate_lost_slot_option
 def run(config_path: Path, recreate_lost_slot: bool) -> None:
     """Capture changes into the log and feed every configured connector."""
     from cdc.supervisor import (

@@ -34,12 +34,17 @@ def stop_on_signals() -> threading.Event:
     return stop
 
 
+# ``cdc capture`` and ``cdc run``: what to do about a lost or missing slot
+recreate_lost_slot_option = click.option(
+    "--recreate-lost-slot", is_flag=True,
+    help="If the slot is lost (wal_status=lost) or missing (dropped, or a failover to a "
+    "server without it), drop it if need be, create a new one and snapshot the tables "
+    "again (truncate events first) instead of stopping with an error.")
+
+
 @click.command()
 @config_option
-@click.option("--recreate-lost-slot", is_flag=True,
-              help="If the slot is lost (wal_status=lost) or missing (dropped, or a failover "
-              "to a server without it), drop it if need be, create a new one and snapshot "
-              "the tables again (truncate events first) instead of stopping with an error.")
+@recreate_lost_slot_option
 def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     """Stream the configured slot into the log (logs LSN, events and acknowledgements)."""
     from cdc.observability import start_observability

@@ -25,10 +25,12 @@ WARN_EVERY_S = 60.0
 class DecodeFallbacks:
     """Counts of values kept as text, per ``(schema.table, column)``; thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, warn_every_s: float = WARN_EVERY_S) -> None:
+        """``warn_every_s``: the least time between two warnings about one column."""
         self.counts: Counter[tuple[str, str]] = Counter()
         self._last_warned: dict[tuple[str, str], tuple[float, int]] = {}
         self._lock = threading.Lock()
+        self._warn_every_s = warn_every_s
 
     def record(self, table: str, column: str, lsn: int, reason: Exception) -> None:
         """Count one value of ``table.column`` kept as text; warn (rate-limited)."""
@@ -37,8 +39,8 @@ class DecodeFallbacks:
         with self._lock:
             self.counts[key] += 1
             total = self.counts[key]
-            warned_at, warned_total = self._last_warned.get(key, (-WARN_EVERY_S, 0))
-            if now - warned_at < WARN_EVERY_S:
+            warned_at, warned_total = self._last_warned.get(key, (-self._warn_every_s, 0))
+            if now - warned_at < self._warn_every_s:
                 return
             self._last_warned[key] = (now, total)
         # a CodecError never names the value; other errors might, so only their type

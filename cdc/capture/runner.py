@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from cdc.backoff import ExponentialBackoff
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
 from cdc.errors import LogFencedError, SlotInUseError, SourceError
@@ -111,6 +112,8 @@ class Capture:
         self.config = config
         self.log = event_log
         self.settings = settings or CaptureSettings()
+        self._reconnect_backoff = ExponentialBackoff(self.settings.backoff_initial_s,
+                                                     self.settings.backoff_max_s)
         self.stats = CaptureStats()
         self.producer = event_log.producer(writer_id(config))
         self._next_block_check = 0.0
@@ -130,7 +133,7 @@ class Capture:
 
     def run(self, stop: threading.Event) -> None:
         """Capture until ``stop``; reconnect with backoff after source failures."""
-        delay = self.settings.backoff_initial_s
+        failures = 0  # sessions in a row that ended on a source failure
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -139,24 +142,25 @@ class Capture:
                 log.warning("%s: another replica streams now; this one stands by",
                             exc, extra={"slot": self.config.source.slot})
                 self._standby.fenced()
-                delay = self.settings.backoff_initial_s
+                failures = 0
             except SlotInUseError as exc:  # a standby that lost the race for a free slot
                 log.info("%s: another replica took it first; this one stands by", exc,
                          extra={"slot": self.config.source.slot})
-                delay = self.settings.backoff_initial_s
+                failures = 0
             except psycopg.Error as exc:
                 if not (isinstance(exc, psycopg.OperationalError) or raced_ddl(exc)):
                     raise
-                delay = self._session_failed(exc, started, delay, stop)
+                failures = self._session_failed(exc, started, failures, stop)
             except SourceError as exc:
-                delay = self._session_failed(exc, started, delay, stop)
+                failures = self._session_failed(exc, started, failures, stop)
 
-    def _session_failed(self, exc: Exception, started: float, delay: float,
-                        stop: threading.Event) -> float:
+    def _session_failed(self, exc: Exception, started: float, failures: int,
+                        stop: threading.Event) -> int:
         """Log why the session ended (a lost server, or DDL that kept racing a catalog
-        query), wait ``delay``; return the next delay (backoff)."""
-        if time.monotonic() - started > 30:
-            delay = self.settings.backoff_initial_s
+        query), wait the backoff of one more failure in a row; return that count (a
+        session that streamed over 30 s counts from one again)."""
+        failures = 1 if time.monotonic() - started > 30 else failures + 1
+        delay = self._reconnect_backoff.delay(failures)
         if self.stats.sessions == 0:  # never streamed: say where it tried to go
             log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
                         "retrying in %.1f s", source_address(self.config.source.dsn),
@@ -165,7 +169,7 @@ class Capture:
             log.warning("replication interrupted: %s; reconnecting in %.1f s", exc,
                         delay, extra={"slot": self.config.source.slot})
         stop.wait(delay)
-        return min(delay * 2, self.settings.backoff_max_s)
+        return failures
 
     # -- one session ------------------------------------------------------------------
     def _session(self, stop: threading.Event) -> None:

@@ -6,7 +6,6 @@ the Prometheus registry shared with the connector runtime, and the HTTP endpoint
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,21 +13,16 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from cdc.config.models import MetricsConfig
-from cdc.errors import ConfigError, ConfigProblem
 
-from .auth import BearerToken
-from .endpoint import HttpEndpoint, Routes
 from .exposition import StatusCollector
 from .health import PartHealth, readiness
 from .plugin_metrics import PluginMetrics
 from .probes import CaptureProbe, ConnectorsProbe
-from .sampler import Sampler
-from .samples import Sample, SampleHistory
-
-log = logging.getLogger(__name__)
+from .samples import Sample
+from .serving import SampledEndpoint
 
 
-class ObservabilityServer:
+class ObservabilityServer(SampledEndpoint):
     """Serves ``/metrics``, ``/healthz``, ``/status.json`` and the status page ``/``."""
 
     def __init__(self, config: MetricsConfig, registry: CollectorRegistry, *,
@@ -41,29 +35,11 @@ class ObservabilityServer:
         registry.register(StatusCollector(capture, slot, connectors, self.parts))
         if registry is not REGISTRY:  # sinks' own counters, kept in the default registry
             registry.register(PluginMetrics())
-        token = None if config.token is None else config.token.get_secret_value()
-        history = SampleHistory(config.sample_interval.total_seconds())
-        self._sampler = Sampler(history, self._take_sample)
-        routes = Routes(registry, BearerToken(token), self.health, self.status)
-        self._endpoint = listen(config, routes)
-        self.announce = True  # False in a child of ``cdc run``: its supervisor announces
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """The bound host and port."""
-        return self._endpoint.address
-
-    def start(self) -> None:
-        """Start sampling and serving."""
-        self._sampler.start()
-        self._endpoint.start()
-        if self.announce:
-            announce(self.address)
+        super().__init__(config, registry, self.health, self.status, self._take_sample)
 
     def stop(self) -> None:
         """Stop serving and sampling; close the probe's connection."""
-        self._endpoint.stop()
-        self._sampler.stop()
+        super().stop()
         if self.capture is not None:
             self.capture.close()
 
@@ -84,7 +60,7 @@ class ObservabilityServer:
         reading = None if self.capture is None else self.capture.reading(self._clock())
         return {"now": self._clock(), "ready": status == 200, "health": health,
                 "topics": {} if reading is None else reading.events_by_topic,
-                **self._sampler.history_json()}
+                **self.sampler.history_json()}
 
     def _take_sample(self) -> Sample:
         now = self._clock()
@@ -96,21 +72,3 @@ class ObservabilityServer:
         return Sample(now, reading.events, reading.lag_bytes, reading.lag_seconds,
                       reading.retained_bytes, lag)
 
-
-def listen(config: MetricsConfig, routes: Routes) -> HttpEndpoint:
-    """An endpoint bound to ``config.host:config.port`` (not serving yet); ``ConfigError``
-    naming ``metrics.port`` when the address cannot be bound."""
-    try:
-        return HttpEndpoint(config.host, config.port, routes)
-    except OSError as exc:
-        raise ConfigError([ConfigProblem(
-            "metrics.port", f"cannot listen on {config.host}:{config.port}: "
-            f"{exc.strerror or exc}; choose another metrics.host/metrics.port")]) from None
-
-
-def announce(address: tuple[str, int]) -> None:
-    """Log where the endpoint listens (one line, with ``host`` and ``port`` as fields)."""
-    host, port = address
-    shown = f"[{host}]" if ":" in host else host
-    log.info("observability endpoint on http://%s:%d/ (/metrics, /healthz, status page)",
-             shown, port, extra={"host": host, "port": port})

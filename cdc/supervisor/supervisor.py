@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cdc.backoff import ExponentialBackoff
+
 from .exits import FATAL_STATUSES
 from .process import ChildSpec
 
@@ -29,14 +31,16 @@ _TICK_S = 0.1
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Delay before the ``n``-th restart in a row: ``initial_s * 2**(n-1)``, at most ``cap_s``."""
+    """Delay before the ``n``-th restart in a row: ``initial_s * 2**(n-1)``, at most
+    ``cap_s``; a child that stayed up ``reset_after_s`` starts the count again."""
 
     initial_s: float = 1.0
     cap_s: float = 30.0
     reset_after_s: float = 60.0
 
     def delay(self, in_a_row: int) -> float:
-        return float(min(self.cap_s, self.initial_s * 2 ** max(0, in_a_row - 1)))
+        """Seconds to wait before the ``in_a_row``-th restart in a row."""
+        return ExponentialBackoff(self.initial_s, self.cap_s).delay(in_a_row)
 
 
 @dataclass(frozen=True, slots=True)

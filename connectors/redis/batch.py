@@ -50,8 +50,13 @@ class ScriptBatch:
     """The rows of one batch, as ``scripts.BATCH`` calls (see ``scripts`` for the kinds
     of row and their arguments)."""
 
-    def __init__(self, ttls: tuple[int, int, int]) -> None:
+    def __init__(self, ttls: tuple[int, int, int], *, chunk_rows: int = CHUNK_ROWS,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
+        """``chunk_rows``, ``chunk_bytes``: the most rows and about the most bytes of
+        values of one call."""
         self._ttls = ttls
+        self._chunk_rows = chunk_rows
+        self._chunk_bytes = chunk_bytes
         self._markers: dict[str, int] = {}
         self._keys: list[str] = []
         self._args: list[Arg] = []
@@ -70,8 +75,8 @@ class ScriptBatch:
             number = self._markers[marker] = len(self._markers) + 1
         version_key = version_key or VERSION_PREFIX + key
         held = self._held
-        if self._call_rows and (self._call_rows == CHUNK_ROWS
-                                or self._call_bytes + size > CHUNK_BYTES
+        if self._call_rows and (self._call_rows == self._chunk_rows
+                                or self._call_bytes + size > self._chunk_bytes
                                 or key in held or version_key in held):
             self._cuts.append((len(self._keys), len(self._args)))
             self._call_rows = self._call_bytes = 0

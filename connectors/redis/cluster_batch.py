@@ -29,7 +29,7 @@ from redis.exceptions import NoScriptError, RedisClusterException, RedisError, R
 
 from connectors.contract import Rejection, SinkEvent, SinkRejectedError, SinkUnavailableError
 
-from .batch import Arg, ScriptBatch, rejections
+from .batch import CHUNK_BYTES, CHUNK_ROWS, Arg, ScriptBatch, rejections
 from .errors import NOT_LOCAL, is_transient, unavailable
 from .slots import VERSION_PREFIX, slot_marker, slot_of, tagged
 
@@ -54,8 +54,12 @@ class ClusterRows:
     """The rows of one batch on a cluster (see the module docstring); ``row`` as
     ``ScriptBatch.row``. ``by_slot``: one call per slot (the retry after a slot moved)."""
 
-    def __init__(self, ttls: tuple[int, int, int]) -> None:
+    def __init__(self, ttls: tuple[int, int, int], *, chunk_rows: int = CHUNK_ROWS,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
+        """``chunk_rows``, ``chunk_bytes``: as ``ScriptBatch``'s, per call."""
         self._ttls = ttls
+        self._chunk_rows = chunk_rows
+        self._chunk_bytes = chunk_bytes
         self._rows: list[_Row] = []
         self.by_slot = False
 
@@ -75,7 +79,8 @@ class ClusterRows:
             target = holder(slot)
             batch = batches.get(target)
             if batch is None:
-                batch = batches[target] = ScriptBatch(self._ttls)
+                batch = batches[target] = ScriptBatch(self._ttls, chunk_rows=self._chunk_rows,
+                                                      chunk_bytes=self._chunk_bytes)
             batch.row(event, key, slot_marker(marker, slot), kind, extra, size,
                       tagged(VERSION_PREFIX, slot, key))  # KeyNames.version_key, slot known
         per_target = [batch.call_rows() for batch in batches.values()]

@@ -18,8 +18,7 @@ from cdc import native
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
-from . import batch as script_batch
-from .batch import PackedBatch, PackedCall
+from .batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, PackedCall
 from .keys import KeyParts, KeyTemplates
 from .truncate import VERSION_PREFIX
 
@@ -45,12 +44,16 @@ class NativeRows:
     """Plain batches through the native renderer, with the tables' key parts it needs."""
 
     def __init__(self, core: RedisRowsCore, keys: KeyTemplates, viewed: set[tuple[str, str]],
-                 topic_prefix: str, max_value_bytes: int) -> None:
+                 topic_prefix: str, max_value_bytes: int, *, chunk_rows: int = CHUNK_ROWS,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
+        """``chunk_rows``, ``chunk_bytes``: where calls are cut, as ``ScriptBatch``'s."""
         self._core = core
         self._keys = keys
         self._viewed = viewed
         self._prefix = topic_prefix
         self._max_bytes = max_value_bytes
+        self._chunk_rows = chunk_rows
+        self._chunk_bytes = chunk_bytes
         self._tables: dict[TableId, KeyParts | None] = {}
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
@@ -59,8 +62,8 @@ class NativeRows:
         batch = events if isinstance(events, list) else list(events)
         for _ in range(len(batch) + 1):  # each round adds a table: ends by then
             rendered, missing = self._core.redis_calls(
-                batch, self._tables, VERSION_PREFIX, self._max_bytes, script_batch.CHUNK_ROWS,
-                script_batch.CHUNK_BYTES)
+                batch, self._tables, VERSION_PREFIX, self._max_bytes, self._chunk_rows,
+                self._chunk_bytes)
             if missing is None:
                 if rendered is None:
                     return None

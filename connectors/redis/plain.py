@@ -17,6 +17,7 @@ renderer leaves to Python).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import orjson
 
@@ -24,7 +25,7 @@ from connectors.changes import UPSERT_OPS
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
-from .batch import PackedBatch, RowBatch, ScriptBatch
+from .batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, RowBatch, ScriptBatch
 from .cluster_batch import ClusterRows
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
@@ -35,12 +36,15 @@ class PlainRows:
     """Renders plain batches (see the module docstring)."""
 
     def __init__(self, config: RedisSinkConfig, keys: KeyTemplates, topic_prefix: str, *,
-                 native: bool = True) -> None:
+                 native: bool = True, chunk_rows: int = CHUNK_ROWS,
+                 chunk_bytes: int = CHUNK_BYTES) -> None:
         """``native``: use the native renderer where it is installed (False: only the
-        Python loop, the reference; always on a cluster, whose rows go by master)."""
+        Python loop, the reference; always on a cluster, whose rows go by master).
+        ``chunk_rows``, ``chunk_bytes``: where calls are cut (``ScriptBatch``)."""
         native = native and not config.cluster
-        self._batch: Callable[[tuple[int, int, int]], RowBatch] = \
-            ClusterRows if config.cluster else ScriptBatch
+        self._batch: Callable[[tuple[int, int, int]], RowBatch] = partial(
+            ClusterRows if config.cluster else ScriptBatch, chunk_rows=chunk_rows,
+            chunk_bytes=chunk_bytes)
         self._enabled = config.value_format == "json" and config.mode == "upsert"
         self._viewed = {view.table for view in config.views}
         self._keys = keys
@@ -49,7 +53,8 @@ class PlainRows:
         self._tables: dict[tuple[str, str, str], TableKeys | None] = {}
         core = redis_core() if native else None
         self._native = None if core is None else NativeRows(
-            core, keys, self._viewed, topic_prefix, self._max_bytes)
+            core, keys, self._viewed, topic_prefix, self._max_bytes, chunk_rows=chunk_rows,
+            chunk_bytes=chunk_bytes)
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
              ) -> RowBatch | PackedBatch | None:

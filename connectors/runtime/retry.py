@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from cdc.backoff import ExponentialBackoff
 from cdc.config import RetryConfig
 from cdc.errors import TerminalError, TransientError
 
@@ -58,8 +59,8 @@ class RetryPolicy:
 
     def delay(self, attempt: int, draw: float, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt ``attempt`` (1-based); ``draw`` in [0, 1)."""
-        ceiling = min(self.max_backoff, self.initial_backoff * 2.0 ** min(attempt - 1, 62))
-        jittered = draw * ceiling
+        backoff = ExponentialBackoff(self.initial_backoff, self.max_backoff)
+        jittered = backoff.full_jitter(attempt, draw)
         if retry_after is not None and retry_after > 0:
             return min(max(jittered, retry_after), MAX_RETRY_AFTER_S)
         return jittered

@@ -6,60 +6,8 @@ stream-block state of the session (protocol 3+ adds the two-phase messages). Mal
 bytes raise ``cdc.errors.DecodeError``.
 """
 
+from . import messages
 from .decoder import PgOutputDecoder
-from .messages import (
-    UNCHANGED_TOAST,
-    Begin,
-    BeginPrepare,
-    Column,
-    Commit,
-    CommitPrepared,
-    Delete,
-    Insert,
-    LogicalMessage,
-    Message,
-    OldKind,
-    Origin,
-    Prepare,
-    Relation,
-    RollbackPrepared,
-    StreamAbort,
-    StreamCommit,
-    StreamPrepare,
-    StreamStart,
-    StreamStop,
-    Truncate,
-    TupleValue,
-    TypeMsg,
-    UnchangedToast,
-    Update,
-)
+from .messages import *  # noqa: F403 (every message class: ``messages.__all__``)
 
-__all__ = [
-    "UNCHANGED_TOAST",
-    "Begin",
-    "BeginPrepare",
-    "Column",
-    "Commit",
-    "CommitPrepared",
-    "Delete",
-    "Insert",
-    "LogicalMessage",
-    "Message",
-    "OldKind",
-    "Origin",
-    "PgOutputDecoder",
-    "Prepare",
-    "Relation",
-    "RollbackPrepared",
-    "StreamAbort",
-    "StreamCommit",
-    "StreamPrepare",
-    "StreamStart",
-    "StreamStop",
-    "Truncate",
-    "TupleValue",
-    "TypeMsg",
-    "UnchangedToast",
-    "Update",
-]
+__all__ = ["PgOutputDecoder", *messages.__all__]

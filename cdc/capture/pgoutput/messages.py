@@ -28,6 +28,34 @@ import enum
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
+__all__ = [
+    "UNCHANGED_TOAST",
+    "Begin",
+    "BeginPrepare",
+    "Column",
+    "Commit",
+    "CommitPrepared",
+    "Delete",
+    "Insert",
+    "LogicalMessage",
+    "Message",
+    "OldKind",
+    "Origin",
+    "Prepare",
+    "Relation",
+    "RollbackPrepared",
+    "StreamAbort",
+    "StreamCommit",
+    "StreamPrepare",
+    "StreamStart",
+    "StreamStop",
+    "Truncate",
+    "TupleValue",
+    "TypeMsg",
+    "UnchangedToast",
+    "Update",
+]
+
 
 class UnchangedToast(enum.Enum):
     """The type of ``UNCHANGED_TOAST`` (an enum, so ``value is UNCHANGED_TOAST`` narrows)."""

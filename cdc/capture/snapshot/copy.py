@@ -79,17 +79,19 @@ def copy_batches(conn: psycopg.Connection[Any], query: sql.Composable,
 
 
 def _read_copy(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
-               put: Callable[[bytes | None], None], stop: threading.Event) -> None:
+               put: Callable[[bytes | None], None], stop: threading.Event,
+               stop_check_s: float) -> None:
     """``copy`` (``COPY … TO STDOUT``) through ``psycopg.pq``, its rows drained from libpq
     by the native core (``libpq.copy_drain``; else one C call per row), the socket waited
-    on without the GIL: ``put`` each chunk of whole lines, then ``put(None)``."""
+    on without the GIL (``stop`` looked at every ``stop_check_s`` meanwhile): ``put`` each
+    chunk of whole lines, then ``put(None)``."""
     with selectors.DefaultSelector() as waiter:  # select() cannot wait past fd 1023
-        _copy_out(conn, copy, chunk_bytes, put, stop, waiter)
+        _copy_out(conn, copy, chunk_bytes, put, stop, stop_check_s, waiter)
 
 
 def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
               put: Callable[[bytes | None], None], stop: threading.Event,
-              waiter: selectors.BaseSelector) -> None:
+              stop_check_s: float, waiter: selectors.BaseSelector) -> None:
     pgconn = conn.pgconn
     fd = pgconn.socket
     waiter.register(fd, selectors.EVENT_WRITE)
@@ -112,9 +114,10 @@ def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
     drain = copy_drain(pgconn)
     pending = bytearray()
     if drain is not None:
-        ended = _drain_rows(pgconn, drain, chunk_bytes, put, stop, waiter, pending)
+        ended = _drain_rows(pgconn, drain, chunk_bytes, put, stop, stop_check_s, waiter,
+                            pending)
     else:
-        ended = _take_rows(pgconn, chunk_bytes, put, stop, waiter, pending)
+        ended = _take_rows(pgconn, chunk_bytes, put, stop, stop_check_s, waiter, pending)
     if ended is None:
         return  # abandoned: the connection is closed, not reused
     if ended == -2:
@@ -133,7 +136,7 @@ def _copy_out(conn: psycopg.Connection[Any], copy: bytes, chunk_bytes: int,
 
 
 def _take_rows(pgconn: pq.abc.PGconn, chunk_bytes: int, put: Callable[[bytes | None], None],
-               stop: threading.Event, waiter: selectors.BaseSelector,
+               stop: threading.Event, stop_check_s: float, waiter: selectors.BaseSelector,
                pending: bytearray) -> int | None:
     """The rows of the COPY one ``get_copy_data`` call each (the reference of
     ``_drain_rows``), ``put`` in chunks; the lines after the last chunk left in
@@ -149,7 +152,7 @@ def _take_rows(pgconn: pq.abc.PGconn, chunk_bytes: int, put: Callable[[bytes | N
                     put(bytes(memoryview(pending)[:end]))
                     del pending[:end]
         elif nbytes == 0:
-            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
+            waiter.select(stop_check_s)  # then ``stop`` is looked at again
             pgconn.consume_input()
         else:
             return nbytes
@@ -158,7 +161,8 @@ def _take_rows(pgconn: pq.abc.PGconn, chunk_bytes: int, put: Callable[[bytes | N
 
 def _drain_rows(pgconn: pq.abc.PGconn, drain: CopyDrain, chunk_bytes: int,
                 put: Callable[[bytes | None], None], stop: threading.Event,
-                waiter: selectors.BaseSelector, pending: bytearray) -> int | None:
+                stop_check_s: float, waiter: selectors.BaseSelector,
+                pending: bytearray) -> int | None:
     """``_take_rows`` by the native core: one call per chunk (or per read of the
     socket). Leaves and returns what ``_take_rows`` does."""
     while not stop.is_set():
@@ -168,7 +172,7 @@ def _drain_rows(pgconn: pq.abc.PGconn, drain: CopyDrain, chunk_bytes: int,
         elif chunk is not None:
             put(chunk)
         if state == 0:
-            waiter.select(STOP_CHECK_S)  # then ``stop`` is looked at again
+            waiter.select(stop_check_s)  # then ``stop`` is looked at again
             pgconn.consume_input()
         elif state < 0:
             return state
@@ -176,11 +180,12 @@ def _drain_rows(pgconn: pq.abc.PGconn, drain: CopyDrain, chunk_bytes: int,
 
 
 def copy_chunks_ahead(conn: psycopg.Connection[Any], query: sql.Composable,
-                      chunk_bytes: int = CHUNK_BYTES) -> Generator[bytes, None, None]:
+                      chunk_bytes: int = CHUNK_BYTES, *,
+                      stop_check_s: float = STOP_CHECK_S) -> Generator[bytes, None, None]:
     """``copy_chunks``, read by a thread of its own up to ``AHEAD_CHUNKS`` ahead: the
     next chunk arrives while the caller converts and appends this one. ``conn`` is not
     used by anyone else meanwhile; if the caller stops early, the COPY is abandoned
-    (close the connection)."""
+    (close the connection; the reader sees it within ``stop_check_s``)."""
     ready: queue.Queue[bytes | BaseException | None] = queue.Queue(AHEAD_CHUNKS)
     stop = threading.Event()
 
@@ -195,7 +200,7 @@ def copy_chunks_ahead(conn: psycopg.Connection[Any], query: sql.Composable,
     def run() -> None:
         try:
             copy = sql.SQL("COPY ({}) TO STDOUT").format(query).as_bytes(conn)
-            _read_copy(conn, copy, chunk_bytes, put, stop)
+            _read_copy(conn, copy, chunk_bytes, put, stop, stop_check_s)
         except BaseException as exc:  # handed to the caller
             put(exc)
 

@@ -27,10 +27,14 @@ LOG_EVERY_S = 10.0
 class SnapshotProgress:
     """Rows read per table. Thread-safe: tables may be read in parallel."""
 
-    def __init__(self, *, interactive: bool | None = None) -> None:
+    def __init__(self, *, interactive: bool | None = None,
+                 log_every_s: float = LOG_EVERY_S) -> None:
+        """``interactive``: draw bars (default: when stderr is a terminal); else log a
+        table's progress at most every ``log_every_s``."""
         if interactive is None:
             interactive = sys.stderr.isatty()
         self._lock = threading.Lock()
+        self._log_every_s = log_every_s
         self._rows: dict[str, int] = {}
         self._estimates: dict[str, int | None] = {}
         self._started: dict[str, float] = {}
@@ -48,7 +52,7 @@ class SnapshotProgress:
         with self._lock:
             now = time.monotonic()
             self._rows[table], self._estimates[table] = 0, estimate
-            self._started[table], self._next_log[table] = now, now + LOG_EVERY_S
+            self._started[table], self._next_log[table] = now, now + self._log_every_s
             if self._bars is not None:
                 self._tasks[table] = self._bars.add_task(table, total=estimate)
 
@@ -62,7 +66,7 @@ class SnapshotProgress:
             now = time.monotonic()
             if now < self._next_log[table]:
                 return
-            self._next_log[table] = now + LOG_EVERY_S
+            self._next_log[table] = now + self._log_every_s
             estimate = self._estimates[table]
             share = f" of ~{estimate} ({100 * done / estimate:.0f}%)" if estimate else ""
             log.info("snapshot of %s: %d rows%s, %.0f rows/s", table, done, share,

@@ -22,6 +22,7 @@ from typing import TypeVar
 import psycopg
 from psycopg import errors
 
+from cdc.backoff import ExponentialBackoff
 from cdc.errors import SourceError, TransientError
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ _RACE_ERRORS: tuple[type[psycopg.Error], ...] = (
 BUDGET_S = 30.0
 FIRST_DELAY_S = 0.01
 MAX_DELAY_S = 0.5
+_BACKOFF = ExponentialBackoff(FIRST_DELAY_S, MAX_DELAY_S)
 
 
 class CatalogRaceError(SourceError, TransientError):
@@ -70,7 +72,6 @@ def outlast_ddl(read: Callable[[], T], *, what: str, budget_s: float = BUDGET_S,
     transaction): a failed statement then leaves nothing to roll back. ``what`` names the
     read in the log line and the error."""
     deadline = time.monotonic() + budget_s
-    delay = FIRST_DELAY_S
     attempts = 0
     while True:
         try:
@@ -79,6 +80,7 @@ def outlast_ddl(read: Callable[[], T], *, what: str, budget_s: float = BUDGET_S,
             if not raced_ddl(exc):
                 raise
             attempts += 1
+            delay = _BACKOFF.delay(attempts)
             reason = f"{type(exc).__name__}: {(exc.diag.message_primary or str(exc)).strip()}"
             if time.monotonic() + delay > deadline:
                 raise CatalogRaceError(
@@ -88,4 +90,3 @@ def outlast_ddl(read: Callable[[], T], *, what: str, budget_s: float = BUDGET_S,
             log.debug("%s raced concurrent DDL (%s); asking again in %.2f s", what, reason,
                       delay)
             sleep(delay)
-            delay = min(delay * 2, MAX_DELAY_S)

@@ -26,6 +26,7 @@ import orjson
 
 from cdc.log import Position, Record
 
+from .. import pgoutput as pg
 from ..codecs import pg_micros_to_iso
 from ..events import (
     CommitInfo,
@@ -38,28 +39,6 @@ from ..events import (
     update_events,
 )
 from ..lsn import message_commit_lsn
-from ..pgoutput import (
-    Begin,
-    BeginPrepare,
-    Commit,
-    CommitPrepared,
-    Delete,
-    Insert,
-    LogicalMessage,
-    Message,
-    Origin,
-    Prepare,
-    Relation,
-    RollbackPrepared,
-    StreamAbort,
-    StreamCommit,
-    StreamPrepare,
-    StreamStart,
-    StreamStop,
-    Truncate,
-    TypeMsg,
-    Update,
-)
 from ..schema.ddl import DDL_PREFIX
 from ..schema.ddl_alters import altered_tables
 from ..schema.ddl_drops import dropped_tables
@@ -194,24 +173,24 @@ class TransactionAssembler:
             self._ack = max(self._ack, drain.end_lsn)
         drain.handed_out = drain.seq
 
-    def feed(self, message: Message, wal_lsn: int) -> None:
+    def feed(self, message: pg.Message, wal_lsn: int) -> None:
         """Apply one decoded message that arrived at ``wal_lsn``."""
         match message:
-            case Insert(relation_oid=oid, new=new, xid=xid):
+            case pg.Insert(relation_oid=oid, new=new, xid=xid):
                 self._emit(insert_events(self.shapes.get(oid), new, wal_lsn), xid)
-            case Update(relation_oid=oid, old_kind=old_kind, old=old, new=new, xid=xid):
+            case pg.Update(relation_oid=oid, old_kind=old_kind, old=old, new=new, xid=xid):
                 self._emit(update_events(self.shapes.get(oid), old_kind, old, new, wal_lsn),
                            xid)
-            case Delete(relation_oid=oid, old_kind=old_kind, old=old, xid=xid):
+            case pg.Delete(relation_oid=oid, old_kind=old_kind, old=old, xid=xid):
                 self._emit(delete_events(self.shapes.get(oid), old_kind, old, wal_lsn), xid)
-            case Begin():
+            case pg.Begin():
                 self._open = _OpenTransaction(CommitInfo(
                     self._db_json, message.final_lsn, message.xid,
                     pg_micros_to_iso(message.commit_ts)))
-            case Commit():
+            case pg.Commit():
                 self._open = None
                 self._ack = max(self._ack, message.end_lsn)
-            case Relation():
+            case pg.Relation():
                 rewrite = self.shapes.rows_rewritten(message)
                 since = self._open.commit.commit_lsn if self._open else wal_lsn
                 schema_record, recreated = self.shapes.learn_relation(message, since)
@@ -223,39 +202,39 @@ class TransactionAssembler:
                     self.ready.append(schema_record)
                 if recreated:
                     self._recreated(message, wal_lsn)
-            case Truncate():
+            case pg.Truncate():
                 self._emit([truncate_event(self.shapes.get(oid), message.cascade,
                                            message.restart_identity, wal_lsn)
                             for oid in message.relation_oids], message.xid)
-            case StreamStart():
+            case pg.StreamStart():
                 self._stream_xid = message.xid
-            case StreamStop():
+            case pg.StreamStop():
                 self._stream_xid = None
-            case StreamCommit():
+            case pg.StreamCommit():
                 self._stream_commit(message)
-            case StreamAbort():
+            case pg.StreamAbort():
                 self.spool.abort(message.xid, message.subxid)
-            case LogicalMessage():
+            case pg.LogicalMessage():
                 self._logical_message(message, wal_lsn)
-            case TypeMsg():
+            case pg.TypeMsg():
                 self.shapes.reload_type(message.oid)
-            case BeginPrepare() | Prepare() | StreamPrepare() | CommitPrepared() \
-                    | RollbackPrepared():
+            case pg.BeginPrepare() | pg.Prepare() | pg.StreamPrepare() | pg.CommitPrepared() \
+                    | pg.RollbackPrepared():
                 self._two_phase(message)
-            case Origin():
+            case pg.Origin():
                 pass  # carries nothing to record
 
-    def _two_phase(self, message: Message) -> None:
+    def _two_phase(self, message: pg.Message) -> None:
         """The two-phase messages (protocol 3, a ``two_phase`` slot)."""
-        if isinstance(message, BeginPrepare):
+        if isinstance(message, pg.BeginPrepare):
             self._preparing = message.xid
             self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
-        elif isinstance(message, Prepare):
+        elif isinstance(message, pg.Prepare):
             self._preparing = None
             self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
-        elif isinstance(message, StreamPrepare):  # its stream blocks are spooled already
+        elif isinstance(message, pg.StreamPrepare):  # its stream blocks are spooled already
             self._prepared[message.xid] = _Prepared(message.gid, message.prepare_lsn)
-        elif isinstance(message, CommitPrepared):
+        elif isinstance(message, pg.CommitPrepared):
             prepared = self._prepared.pop(message.xid, None)
             if prepared is None:
                 log.warning("COMMIT PREPARED %r (xid %d) came without its PREPARE: the "
@@ -265,7 +244,7 @@ class TransactionAssembler:
             self._draining = _StreamDrain(commit, self.spool.commit(message.xid),
                                           message.end_lsn,
                                           hold=prepared.prepare_lsn if prepared else None)
-        elif isinstance(message, RollbackPrepared):
+        elif isinstance(message, pg.RollbackPrepared):
             self._prepared.pop(message.xid, None)
             self.spool.abort(message.xid, message.xid)
             self._ack = max(self._ack, message.rollback_end_lsn)
@@ -287,7 +266,7 @@ class TransactionAssembler:
                                      event.tombstone))
             transaction.seq += 1
 
-    def _recreated(self, relation: Relation, wal_lsn: int) -> None:
+    def _recreated(self, relation: pg.Relation, wal_lsn: int) -> None:
         """The table was dropped and created again: a truncate event before the new
         relation's first event, so every reader starts the new table empty."""
         in_stream = relation.xid is not None and self._stream_xid is not None
@@ -312,13 +291,13 @@ class TransactionAssembler:
                 events.append(truncate_event(shape, False, False, wal_lsn, dropped=True))
         return events
 
-    def _stream_commit(self, message: StreamCommit) -> None:
+    def _stream_commit(self, message: pg.StreamCommit) -> None:
         commit = CommitInfo(self._db_json, message.commit_lsn, message.xid,
                             pg_micros_to_iso(message.commit_ts))
         self._draining = _StreamDrain(commit, self.spool.commit(message.xid), message.end_lsn)
         self._stream_xid = None
 
-    def _logical_message(self, message: LogicalMessage, wal_lsn: int) -> None:
+    def _logical_message(self, message: pg.LogicalMessage, wal_lsn: int) -> None:
         topic = self.topic_of_prefix.get(message.prefix)  # e.g. DDL text → <prefix>._ddl
         if topic is None and message.prefix not in self.message_prefixes:
             return

@@ -6,7 +6,7 @@ poll reads only those. Readers open their segment on first read and share the lo
 bounded pool of open files.
 
 A commit is written to the group's journal at once (every member and process sees it)
-and fsynced within ``OFFSETS_SYNC_S`` (by a later commit or poll), when a partition is
+and fsynced within ``offsets_sync_s`` (by a later commit or poll), when a partition is
 revoked and on close: see ``offsets`` for why a machine crash losing the last commits
 only delivers some events again.
 """
@@ -50,7 +50,10 @@ class FileConsumer:
 
     def __init__(self, log: LogDirectory, group: str, *, topics: Sequence[str] = (),
                  pattern: str | None = None, start: StartAt | None = None,
-                 backpressure: Backpressure | None = None) -> None:
+                 backpressure: Backpressure | None = None,
+                 offsets_sync_s: float = OFFSETS_SYNC_S) -> None:
+        """``offsets_sync_s``: seconds a commit may stay unsynced (see the module
+        docstring)."""
         if bool(topics) == (pattern is not None):
             raise ValueError("give either topics or pattern")
         self._log = log
@@ -61,7 +64,7 @@ class FileConsumer:
         self._start = start or StartAt.committed()
         self._backpressure = backpressure or Backpressure()
         self._member = GroupMember(self._root, group, self._backpressure)
-        self._offsets = OffsetStore(self._root, group, sync_every=OFFSETS_SYNC_S)
+        self._offsets = OffsetStore(self._root, group, sync_every=offsets_sync_s)
         self._readers: dict[TopicPartition, PartitionReader] = {}
         self._dirty: dict[TopicPartition, None] = {}  # may have unread records; oldest first
         self._bells: dict[str, TopicPartition] = {}
@@ -245,7 +248,7 @@ class FileConsumer:
     # -- offsets ---------------------------------------------------------------------
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         """Commit next offsets (default: just after what ``poll`` returned): visible to
-        the group at once, fsynced within ``OFFSETS_SYNC_S`` (see the module docstring).
+        the group at once, fsynced within ``offsets_sync_s`` (see the module docstring).
 
         Offsets of partitions this member no longer holds are not written: their new
         owner starts from the last offset committed while this member held them.

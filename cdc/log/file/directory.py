@@ -25,6 +25,7 @@ class FileLogSettings:
     min_dirty_ratio: float = 0.5
     delete_retention_ms: int = 24 * 3600 * 1000
     open_files: int = 128  # segment files open at once, all topics together (LRU pool)
+    checkpoint_bytes: int | None = None  # a journal this big is checkpointed (None: 64 MiB)
 
 
 class LogDirectory(Protocol):

@@ -117,12 +117,12 @@ def batch_buffers(parts: Sequence[tuple[bytes, int, int, bytes]]) -> list[bytes]
     return [_HEADER.pack(MAGIC, length, crc), *chunks]
 
 
-def _write_buffers(fd: int, buffers: list[bytes]) -> None:
-    """Write ``buffers`` in order (``os.writev``, at most ``_IOV_MAX`` at a time)."""
+def _write_buffers(fd: int, buffers: list[bytes], iov_max: int) -> None:
+    """Write ``buffers`` in order (``os.writev``, at most ``iov_max`` at a time)."""
     pending: list[bytes | memoryview] = [b for b in buffers if b]
     first = 0
     while first < len(pending):
-        written = os.writev(fd, pending[first:first + _IOV_MAX])
+        written = os.writev(fd, pending[first:first + iov_max])
         while written:
             size = len(pending[first])
             if written < size:  # a short write: the rest of this buffer next time
@@ -197,8 +197,10 @@ def _cut_short(path: Path, position: int) -> None:
 class Journal:
     """The open journal: appends batches (durable on return) and rotates files."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, iov_max: int = _IOV_MAX) -> None:
+        """``iov_max``: the most buffers one ``os.writev`` is given."""
         self.directory = journal_dir(root)
+        self._iov_max = iov_max
         if not self.directory.is_dir():
             self.directory.mkdir()
             fsync_dir(root)
@@ -220,7 +222,7 @@ class Journal:
         """Append one batch and make it durable (fdatasync)."""
         buffers = batch_buffers(parts)  # encode_batch's bytes, the data not copied again
         self.bytes_written += sum(map(len, buffers))
-        _write_buffers(self._fd, buffers)
+        _write_buffers(self._fd, buffers, self._iov_max)
         os.fdatasync(self._fd)
 
     def rotate(self) -> Path:

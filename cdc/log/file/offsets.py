@@ -42,8 +42,10 @@ COMPACT_MIN_BYTES = 1 << 20
 class OffsetStore:
     """Committed offsets of one group."""
 
-    def __init__(self, root: Path, group: str, *, sync_every: float = 0.0) -> None:
-        """``sync_every``: seconds a commit may stay unsynced (0: fsync every commit)."""
+    def __init__(self, root: Path, group: str, *, sync_every: float = 0.0,
+                 compact_min_bytes: int = COMPACT_MIN_BYTES) -> None:
+        """``sync_every``: seconds a commit may stay unsynced (0: fsync every commit);
+        ``compact_min_bytes``: the journal is never rewritten while smaller."""
         self._root = root
         self.directory = group_dir(root, group)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -52,6 +54,7 @@ class OffsetStore:
         self._inode = -1
         self._read_to = 0
         self._sync_every = sync_every
+        self._compact_min_bytes = compact_min_bytes
         self._fd = -1  # the journal, open for appending once this store wrote to it
         self._unsynced = False
         self._synced_at = -math.inf  # never: the first commit is synced at once
@@ -137,7 +140,7 @@ class OffsetStore:
         self._unsynced = True
         if time.monotonic() - self._synced_at >= self._sync_every:
             self.sync()
-        if size > max(COMPACT_MIN_BYTES, 8 * 48 * (len(self._state) + len(offsets))):
+        if size > max(self._compact_min_bytes, 8 * 48 * (len(self._state) + len(offsets))):
             self._compact()
 
     def sync(self) -> None:

@@ -1,54 +1,41 @@
 """The file log's producer: the one process that appends (it holds the writer lock).
 
-With ``fsync`` on, a batch is made durable by one fdatasync of the batch journal
-(``journal``), not one per partition it touches; checkpoints (``checkpoint``) sync the
-segments in the background, and a journal left by a crash is replayed on open. A batch
-of a single partition needs no journal: its segment's own fdatasync makes it durable (one
-fdatasync too, and its lines written once instead of twice); nor does a batch of a few
-partitions with much data each (``_syncs_segments``): one fdatasync per segment then
-costs less than writing it all twice.
+``append`` groups a batch's records per partition (natively when it can), writes each
+partition's lines to its segment, then makes the batch durable (``durability``: the
+batch journal, or the segments' own fdatasyncs), rings the doorbells of the partitions
+written (``notify``) and lets retention and compaction run when due (``housekeeping``).
 
-Besides the log-wide ``.writer.lock`` (one capture per log), it takes the writer lock of
-each topic it writes (``topic_lock``), so a connector's ``FileTopicProducer`` may append
-to its own dead-letter topic from another process, never to a topic the capture writes.
+Besides the log-wide writer lock (``log_lock``: one capture per log), it takes the writer
+lock of each topic it writes (``topic_lock``), so a connector's ``FileTopicProducer`` may
+append to its own dead-letter topic from another process, never to a topic the capture
+writes.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
-from cdc.errors import LogError, TerminalError
+from cdc.errors import LogError
 from cdc.native import CORE
 
-from ..history import keeps_history
 from ..partitioner import partition_for
 from ..records import NO_POSITION, Position, Record, TopicPartition
-from .checkpoint import Checkpointer
-from .compaction import compact_partition
+from .durability import Durability, JournalPart
 from .encoded import EncodedPart, EncodedRows
-from .journal import Journal
-from .journal_replay import replay_journal
+from .housekeeping import Housekeeping
+from .log_lock import LogWriterLock
 from .names import migrate_case_dirs
-from .notify import TOPICS_BELL, doorbell_name, doorbell_path, ring, ring_path
-from .retention import apply_retention
+from .notify import TOPICS_BELL, doorbell_path, ring, ring_path
 from .topic_lock import TopicLock, topic_locks
 from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta, write_meta
-from .writer import PartitionWriter, fsync_dir, sync_file
+from .writer import PartitionWriter, fsync_dir
 
 if TYPE_CHECKING:
     from .directory import LogDirectory
 
-RETENTION_CHECK_S = 30.0  # every partition written is checked this often
-RETENTION_SLICE = 256  # partitions checked at once
-# a batch of at most this many partitions, with at least this many bytes each on average,
-# is made durable by fdatasyncs of its segments instead of the journal (``_syncs_segments``)
-DIRECT_SYNC_PARTITIONS = 8
-DIRECT_SYNC_BYTES = 256 << 10
 # the grouping loop of ``append`` in one native call
 _GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
                           dict[tuple[str, int], list[Record]] | None] | None = (
@@ -59,18 +46,6 @@ _GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
 _ONE_PASS = CORE is not None
 
 
-def _syncs_segments(parts: Sequence[tuple[bytes, int, int, bytes]]) -> bool:
-    """True when a batch of these parts is made durable by each segment's own fdatasync
-    rather than the journal's: a few partitions with much data each (a snapshot's
-    batches), where copying it all to the journal costs more than a few more syncs."""
-    return (len(parts) <= DIRECT_SYNC_PARTITIONS
-            and sum(len(part[3]) for part in parts) >= DIRECT_SYNC_BYTES * len(parts))
-
-
-class LogTakenError(LogError, TerminalError):
-    """Another capture holds the file log's writer lock (``cdc run`` stops, no restart)."""
-
-
 class FileProducer:
     """Appends batches; every batch is durable (one fdatasync: the journal's, or the
     segment's for a batch of one partition) when ``append`` returns. Only one producer
@@ -78,15 +53,7 @@ class FileProducer:
 
     def __init__(self, log: LogDirectory) -> None:
         self._log = log
-        self._lock_fd = os.open(log.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            raise LogTakenError(f"another capture is writing to the log at {log.root}: the file "
-                           "log takes one capture on one host; replicas that take over "
-                           "from each other need the Kafka backend (log.backend: kafka)"
-                           ) from None
+        self._log_lock = LogWriterLock(log.root)
         if migrate_case_dirs(log.root):
             fsync_dir(log.root)
             ring(log.root, TOPICS_BELL)
@@ -97,16 +64,10 @@ class FileProducer:
         self._partitions: dict[str, int] = {}
         self._lock_table = topic_locks(log.root)
         self._topic_locks: dict[str, TopicLock] = {}
-        self._next_retention = time.monotonic() + RETENTION_CHECK_S
-        self._retention_cursor = 0
-        self._next_compaction = time.monotonic() + log.settings.compaction_interval_ms / 1000
-        self._checkpoints: Checkpointer | None = None
-        if log.settings.fsync:
-            restored = replay_journal(log.root, self.writer,
-                                      lambda topic: read_meta(log.root, topic) is not None)
-            for tp in restored:
-                ring(log.root, doorbell_name(tp.topic, tp.partition))
-            self._checkpoints = Checkpointer(log.root, Journal(log.root))
+        self._housekeeping = Housekeeping(log.root, log.settings)
+        self._durability = Durability(log.root, log.settings.fsync, self.writer,
+                                      lambda topic: read_meta(log.root, topic) is not None,
+                                      checkpoint_bytes=log.settings.checkpoint_bytes)
 
     def _hold_topic(self, topic: str) -> None:
         if topic in self._topic_locks:
@@ -167,7 +128,7 @@ class FileProducer:
         writer = writers.get(key) or self.writer(TopicPartition(topic, 0))
         # durable by the segment's own fdatasync, as ``_write`` makes a one-partition batch
         if writer.write_topic(records, topic, int(time.time() * 1000),
-                              sync=self._checkpoints is not None) is None:
+                              sync=self._durability.syncs) is None:
             return False
         self._made_durable([], [], (key,))
         return True
@@ -200,10 +161,10 @@ class FileProducer:
         ``EncodedPart``s of ``append_encoded``), then make the batch durable."""
         now_ms = int(time.time() * 1000)
         # one partition: its segment is fdatasynced as it is written (it then holds the
-        # batch and everything written to it before durably); else see ``_durable_parts``
-        direct = self._checkpoints is not None and len(batches) == 1
-        journaled = self._checkpoints is not None and not direct
-        parts: list[tuple[bytes, int, int, bytes]] = []
+        # batch and everything written to it before durably); else ``durability``
+        direct = self._durability.syncs and len(batches) == 1
+        journaled = self._durability.syncs and not direct
+        parts: list[JournalPart] = []
         written: list[PartitionWriter] = []
         # a TopicPartition hashes and compares like its plain tuple: look up with either
         writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
@@ -218,10 +179,6 @@ class FileProducer:
             if journaled:
                 parts.append((self._topic_name(key[0]), key[1], first, data))
                 written.append(writer)
-        if parts and _syncs_segments(parts):
-            for writer in written:
-                sync_file(writer.segment_path)
-            parts, written = [], []
         self._made_durable(parts, written, batches)
 
     @staticmethod
@@ -247,24 +204,17 @@ class FileProducer:
             name = self._topic_bytes[topic] = topic.encode()
         return name
 
-    def _made_durable(self, parts: list[tuple[bytes, int, int, bytes]],
-                      written: list[PartitionWriter], keys: Iterable[tuple[str, int]]) -> None:
-        """After a batch's lines went to their segments: the journal (the whole batch
-        durable in one fdatasync; no ``parts`` when the segment was synced itself), the
-        consumers' doorbells, then housekeeping."""
-        checkpoints = self._checkpoints
-        if checkpoints is not None and parts:
-            checkpoints.journal.write(parts)
-            checkpoints.wrote(written)
+    def _made_durable(self, parts: list[JournalPart], written: list[PartitionWriter],
+                      keys: Iterable[tuple[str, int]]) -> None:
+        """After a batch's lines went to their segments: durable (``durability``; no
+        ``parts`` when the segment was synced itself), the consumers' doorbells, then
+        housekeeping."""
+        self._durability.commit(parts, written)
         bells = cast("dict[tuple[str, int], str]", self._bells)
         for key in keys:  # durable now: wake the consumers of these partitions only
             ring_path(bells[key])
-        if checkpoints is not None:
-            checkpoints.maybe_start()
-        if time.monotonic() >= self._next_retention:
-            self.enforce_retention(max_partitions=RETENTION_SLICE)
-        if time.monotonic() >= self._next_compaction:
-            self.compact()
+        self._durability.checkpoint()
+        self._housekeeping.after_append(self._writers)
 
     def append_encoded(self, parts: Sequence[list[Record] | EncodedRows]) -> None:
         """Append ``parts`` in order as one batch, durable on return (one journal
@@ -315,40 +265,13 @@ class FileProducer:
     def compact(self, *, min_dirty_ratio: float | None = None) -> int:
         """Compact every compacted topic's partitions written by this producer; returns
         the records removed."""
-        settings = self._log.settings
-        self._next_compaction = time.monotonic() + settings.compaction_interval_ms / 1000
-        ratio = settings.min_dirty_ratio if min_dirty_ratio is None else min_dirty_ratio
-        removed = 0
-        for tp, writer in self._writers.items():
-            meta = read_meta(self._log.root, tp.topic)
-            if meta is not None and meta.compacted:
-                pass
-            elif not settings.compact_all_topics or keeps_history(tp.topic):
-                continue
-            removed += compact_partition(writer.directory, tp.topic, tp.partition,
-                                         delete_retention_ms=settings.delete_retention_ms,
-                                         min_dirty_ratio=ratio).records_removed
-        return removed
+        return self._housekeeping.compact(self._writers, min_dirty_ratio=min_dirty_ratio)
 
     def enforce_retention(self, *, max_partitions: int | None = None) -> int:
         """Apply the log's retention to the partitions written (all of them, or the next
         ``max_partitions`` in turn); segments removed."""
-        settings = self._log.settings
-        writers = [w for tp, w in self._writers.items() if not keeps_history(tp.topic)]
-        if max_partitions is None or max_partitions >= len(writers):
-            self._next_retention = time.monotonic() + RETENTION_CHECK_S
-            chosen = writers
-        else:  # a slice per check, so a sweep of thousands of partitions never stalls
-            self._next_retention = time.monotonic() + (
-                RETENTION_CHECK_S * max_partitions / len(writers))
-            start = self._retention_cursor % len(writers)
-            chosen = writers[start:start + max_partitions]
-            self._retention_cursor = start + max_partitions
-        if settings.retention_ms is None and settings.retention_bytes is None:
-            return 0
-        return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
-                                   retention_bytes=settings.retention_bytes)
-                   for w in chosen)
+        return self._housekeeping.enforce_retention(self._writers,
+                                                    max_partitions=max_partitions)
 
     def claim(self) -> None:
         """Nothing to do: the writer lock taken at creation keeps any other producer out."""
@@ -356,14 +279,11 @@ class FileProducer:
     def close(self) -> None:
         """Close every partition file and release the writer lock."""
         try:
-            if self._checkpoints is not None:
-                self._checkpoints.finish()  # every segment synced, the journal deleted
+            self._durability.finish()  # every segment synced, the journal deleted
         finally:
             for writer in self._writers.values():
                 writer.close()
         self._writers.clear()
         self._topic_locks.clear()
         self._lock_table.close()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        self._log_lock.release()

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from cdc.errors import LogError
 
 from ..partitioner import partition_for
-from ..records import Position, Record
+from ..records import Position, Record, TopicPartition
+from .housekeeping import Housekeeping
 from .notify import doorbell_name, ring
-from .retention import apply_retention
 from .topic_lock import TopicLock
 from .topics import TopicMeta, last_record, partition_dir, read_meta, write_meta
 from .writer import PartitionWriter
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from .directory import LogDirectory
 
 LOCK_TIMEOUT_S = 30.0
-RETENTION_CHECK_S = 30.0
 
 
 class FileTopicProducer:
@@ -40,7 +39,7 @@ class FileTopicProducer:
         self._lock = TopicLock(log.root, topic)
         self._lock_timeout = lock_timeout
         self._writers: dict[int, PartitionWriter] = {}
-        self._next_retention = time.monotonic() + RETENTION_CHECK_S
+        self._housekeeping = Housekeeping(log.root, log.settings, compaction=False)
 
     def _partition_count(self) -> int:
         meta = read_meta(self._log.root, self.topic)
@@ -84,19 +83,10 @@ class FileTopicProducer:
             for partition, batch in batches.items():
                 self._writer(partition).append(batch, now_ms)
                 ring(self._log.root, doorbell_name(self.topic, partition))
-            if time.monotonic() >= self._next_retention:
-                self._enforce_retention()
+            self._housekeeping.after_append(
+                {TopicPartition(self.topic, p): w for p, w in self._writers.items()})
         finally:
             self._lock.release()
-
-    def _enforce_retention(self) -> None:
-        self._next_retention = time.monotonic() + RETENTION_CHECK_S
-        settings = self._log.settings
-        if settings.retention_ms is None and settings.retention_bytes is None:
-            return
-        for writer in self._writers.values():
-            apply_retention(writer.directory, retention_ms=settings.retention_ms,
-                            retention_bytes=settings.retention_bytes)
 
     def last_positions(self, topic: str) -> dict[int, Position]:
         """The source position of the last record of each partition of ``topic``."""

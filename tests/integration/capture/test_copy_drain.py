@@ -10,7 +10,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from cdc.capture.snapshot import copy as copy_module
 from cdc.capture.snapshot.copy import copy_chunks, copy_chunks_ahead
 from cdc.capture.snapshot.libpq import copy_drain
 from cdc.native import snapshot_core
@@ -56,12 +55,10 @@ def test_an_error_in_the_middle_of_the_copy_is_raised(fresh_database: str) -> No
 
 
 @needs_drain
-def test_an_abandoned_copy_stops_its_reader(fresh_database: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(copy_module, "STOP_CHECK_S", 0.05)
+def test_an_abandoned_copy_stops_its_reader(fresh_database: str) -> None:
     endless = sql.SQL("SELECT g, pg_sleep(0.001) FROM generate_series(1, 10000000) g")
     with psycopg.connect(fresh_database) as conn:
-        chunks = copy_chunks_ahead(conn, endless, 64)
+        chunks = copy_chunks_ahead(conn, endless, 64, stop_check_s=0.05)
         assert next(chunks).endswith(b"\n")
         chunks.close()  # the caller stops: the reader thread ends
         assert not [t for t in threading.enumerate() if t.name == "snapshot-copy"]

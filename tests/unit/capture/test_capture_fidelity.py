@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,9 +11,8 @@ import orjson
 import psycopg
 import pytest
 
-from cdc.capture import fallbacks
 from cdc.capture.events import read_event
-from cdc.capture.fallbacks import FALLBACKS
+from cdc.capture.fallbacks import FALLBACKS, DecodeFallbacks
 from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
 from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.schema.shapes import ShapeRegistry
@@ -58,23 +58,32 @@ def _events(assembler: TransactionAssembler) -> list[dict[str, Any]]:
 
 
 def test_a_value_its_codec_cannot_read_is_kept_as_text_and_marked(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # FALLBACKS warns once a minute per column for the whole process: a test before this
-    # one (or this one, repeated by --count) may have had this minute's warning
-    monkeypatch.setattr(fallbacks, "WARN_EVERY_S", 0.0)
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # FALLBACKS warns once a minute per column for the whole process: a table of its own
+    # (this test may run again, by --count) has had no warning yet
+    table = f"t_{uuid.uuid4().hex[:8]}"
     assembler = _assembler(tmp_path)
-    before = FALLBACKS.snapshot().get(("public.t", "f"), 0)
     with caplog.at_level(logging.WARNING):
-        _transaction(assembler, 1, _relation(7), Insert(7, ("1", "not a float")),
+        _transaction(assembler, 1, _relation(7, name=table), Insert(7, ("1", "not a float")),
                      Insert(7, ("2", "2.5")))
     first, second = _events(assembler)
     assert first["after"] == {"id": 1, "f": "not a float"}
     assert first["unparsed"] == ["f"]
     assert second["after"] == {"id": 2, "f": 2.5} and "unparsed" not in second
-    assert FALLBACKS.snapshot()[("public.t", "f")] == before + 1
+    assert FALLBACKS.snapshot()[(f"public.{table}", "f")] == 1
     warning = " ".join(r.getMessage() for r in caplog.records)
-    assert "public.t column f" in warning and "not a float" not in warning
+    assert f"public.{table} column f" in warning and "not a float" not in warning
+
+
+@pytest.mark.parametrize(("warn_every_s", "warnings"), [(3600.0, 1), (0.0, 3)])
+def test_fallback_warnings_are_rate_limited_per_column(
+        caplog: pytest.LogCaptureFixture, warn_every_s: float, warnings: int) -> None:
+    counts = DecodeFallbacks(warn_every_s=warn_every_s)
+    with caplog.at_level(logging.WARNING):
+        for lsn in (16, 32, 48):
+            counts.record("public.t", "f", lsn, ValueError("x"))
+    assert len(caplog.records) == warnings
+    assert counts.snapshot() == {("public.t", "f"): 3}
 
 
 def test_a_key_value_kept_as_text_and_a_snapshot_row_too() -> None:

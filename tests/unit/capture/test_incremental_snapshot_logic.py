@@ -101,13 +101,11 @@ def test_chunk_query_is_keyset_paginated() -> None:
     assert isinstance(first, sql.Composed)
 
 
-def test_progress_is_logged_when_not_on_a_terminal(caplog: pytest.LogCaptureFixture,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from cdc.capture.snapshot import progress as snapshot_progress
+def test_progress_is_logged_when_not_on_a_terminal(caplog: pytest.LogCaptureFixture) -> None:
+    from cdc.capture.snapshot.progress import SnapshotProgress
 
-    monkeypatch.setattr(snapshot_progress, "LOG_EVERY_S", 0.0)
     caplog.set_level(logging.INFO, logger="cdc.capture.snapshot.progress")
-    with snapshot_progress.SnapshotProgress(interactive=False) as progress:
+    with SnapshotProgress(interactive=False, log_every_s=0.0) as progress:
         progress.start("public.orders", 1000)
         progress.advance("public.orders", 250)
         progress.finish("public.orders")

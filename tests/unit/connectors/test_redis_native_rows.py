@@ -17,8 +17,8 @@ from redis.connection import Connection
 
 from cdc.log import Message
 from connectors.contract import SinkEvent
-from connectors.redis import RedisSinkConfig, batch
-from connectors.redis.batch import PackedBatch, RowBatch, ScriptBatch
+from connectors.redis import RedisSinkConfig
+from connectors.redis.batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, RowBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
 from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
 from connectors.redis.plain import PlainRows
@@ -54,13 +54,16 @@ def calls(rows: RowBatch | PackedBatch | None) -> list[bytes] | None:
         "EVALSHA", SHA, len(keys), *keys, *args)) for keys, args in rows.calls()]
 
 
-def both(events: list[SinkEvent], template: str = "{table}:{key}",
+def both(events: list[SinkEvent], template: str = "{table}:{key}", *,
+         chunk_rows: int = CHUNK_ROWS, chunk_bytes: int = CHUNK_BYTES,
          **settings_: Any) -> tuple[Any, Any]:
     config = RedisSinkConfig.model_validate({"url": "redis://h:6379/0",
                                              "key_template": template, **settings_})
-    reference = PlainRows(config, KeyTemplates(template), "app", native=False)
+    reference = PlainRows(config, KeyTemplates(template), "app", native=False,
+                          chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)
     viewed = {view.table for view in config.views}
-    native = NativeRows(core(), KeyTemplates(template), viewed, "app", config.max_value_bytes)
+    native = NativeRows(core(), KeyTemplates(template), viewed, "app", config.max_value_bytes,
+                        chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)
     return calls(native.rows(events, TTLS)), calls(reference.rows(events, TTLS))
 
 
@@ -132,12 +135,10 @@ def test_a_viewed_table_or_a_large_value_is_left_to_python(settings_: dict[str, 
     assert native is None and reference is None
 
 
-def test_calls_are_cut_as_the_python_batch_cuts_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch, "CHUNK_ROWS", 3)
-    monkeypatch.setattr(batch, "CHUNK_BYTES", 40)
+def test_calls_are_cut_as_the_python_batch_cuts_them() -> None:
     events = [sink_event(("public", "orders"), "d" if n % 4 == 3 else "u", {"id": n},
                          {"id": n, "pad": "x" * (n % 7)}, n) for n in range(20)]
-    native, reference = both(events)
+    native, reference = both(events, chunk_rows=3, chunk_bytes=40)
     assert native is not None and len(native) > 20 // 3
     assert native == reference
 

@@ -13,8 +13,7 @@ import orjson
 import pytest
 
 from cdc.log import StartAt
-from cdc.log.file import FileLog
-from cdc.log.file import consumer as consumer_module
+from cdc.log.file import FileConsumer, FileLog
 
 from .conftest import TOPIC, records, spawn
 
@@ -155,9 +154,8 @@ def test_consumer_sleeps_until_notified(log_dir: Path) -> None:
 def test_an_unsynced_commit_lost_in_a_machine_crash_delivers_again(
         log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Commits are visible to the group at once but fsynced at most every
-    ``OFFSETS_SYNC_S``: a machine crash may lose the last ones (the journal keeps what
+    ``offsets_sync_s``: a machine crash may lose the last ones (the journal keeps what
     was synced), and the group then reads again from the last synced commit."""
-    monkeypatch.setattr(consumer_module, "OFFSETS_SYNC_S", 3600.0)
     journal = log_dir / "_groups" / "g" / "offsets.log"
     durable: list[int] = []
     real = os.fsync
@@ -172,7 +170,8 @@ def test_an_unsynced_commit_lost_in_a_machine_crash_delivers_again(
     producer = log.producer()
     producer.append(records(range(30)))
     producer.close()
-    first = log.consumer("g", topics=[TOPIC], start=StartAt.committed())
+    first = FileConsumer(log, "g", topics=[TOPIC], start=StartAt.committed(),
+                         offsets_sync_s=3600.0)
     seen: list[int] = []
     while len(seen) < 30:
         seen += [m.offset for m in first.poll(10, timeout=5.0)]

@@ -100,10 +100,8 @@ def test_records_lost_before_the_journal_are_reported(log_dir: Path) -> None:
         FileLog(log_dir).producer()
 
 
-def test_checkpoints_keep_the_journal_small(log_dir: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(checkpoint_module, "CHECKPOINT_BYTES", 4_000)
-    log = FileLog(log_dir)
+def test_checkpoints_keep_the_journal_small(log_dir: Path) -> None:
+    log = FileLog(log_dir, FileLogSettings(checkpoint_bytes=4_000))
     producer = log.producer()
     for first in range(0, 2_000, 50):
         producer.append(records(range(first, first + 50)))
@@ -118,9 +116,8 @@ def test_a_failed_checkpoint_stops_the_producer(log_dir: Path,
     def failing_sync(root: Path, segments: object) -> None:
         raise OSError(5, "Input/output error", str(root))
 
-    monkeypatch.setattr(checkpoint_module, "CHECKPOINT_BYTES", 1)
     monkeypatch.setattr(checkpoint_module, "sync_segments", failing_sync)
-    log = FileLog(log_dir)
+    log = FileLog(log_dir, FileLogSettings(checkpoint_bytes=1))
     producer = log.producer()
     producer.append(records(range(10)))  # rotates: the checkpoint fails in the background
     with pytest.raises(LogError, match="cannot make the log durable"):

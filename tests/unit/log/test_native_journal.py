@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdc.log.file import journal
 from cdc.log.file.journal import Journal, batch_buffers, encode_batch, read_batches
 from cdc.native import import_core
 
@@ -38,13 +37,11 @@ def test_the_native_crc32_is_zlibs(data: bytes, value: int) -> None:
     assert core.crc32(data) == zlib.crc32(data)
 
 
-def test_more_buffers_than_one_writev_takes(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(journal, "_IOV_MAX", 3)
+def test_more_buffers_than_one_writev_takes(tmp_path: Path) -> None:
     batch = [(b"t%d" % i, i, i * 7, b"x" * i) for i in range(40)]
     log = tmp_path / "log"
     log.mkdir()
-    writer = Journal(log)
+    writer = Journal(log, iov_max=3)
     writer.write(batch)
     writer.write(batch[:1])
     writer.close()

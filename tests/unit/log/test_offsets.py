@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from cdc.log import TopicPartition
-from cdc.log.file import offsets as offsets_module
 from cdc.log.file.offsets import OffsetStore
 
 TPS = [TopicPartition(f"app.public.t{t}", p) for t in range(500) for p in range(3)]
@@ -53,10 +52,9 @@ def test_a_torn_line_is_skipped(tmp_path: Path) -> None:
     assert fresh.all() == {TPS[0]: 3, TPS[1]: 4}
 
 
-def test_the_journal_is_rewritten_when_it_grows(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offsets_module, "COMPACT_MIN_BYTES", 4096)
-    store, reader = OffsetStore(tmp_path, "g"), OffsetStore(tmp_path, "g")
+def test_the_journal_is_rewritten_when_it_grows(tmp_path: Path) -> None:
+    store = OffsetStore(tmp_path, "g", compact_min_bytes=4096)
+    reader = OffsetStore(tmp_path, "g")
     assert reader.all() == {}
     for offset in range(400):
         store.put_many({TPS[0]: offset, TPS[1]: offset * 2})

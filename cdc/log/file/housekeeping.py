@@ -1,0 +1,88 @@
+"""Retention and compaction of the partitions a producer writes, each on its schedule.
+
+A producer calls ``after_append`` after every durable batch; it costs a clock read until
+a check is due. Retention (``log.retention_ms`` / ``retention_bytes``) is checked every
+``RETENTION_CHECK_S``, at most ``RETENTION_SLICE`` partitions at a time, so a sweep of
+thousands of partitions never stalls an append; compaction runs every
+``compaction_interval_ms`` over the compacted topics (all topics with
+``compact_all_topics``). Topics that keep their history (``history``) are never touched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..history import keeps_history
+from ..records import TopicPartition
+from .compaction import compact_partition
+from .directory import FileLogSettings
+from .retention import apply_retention
+from .topics import read_meta
+from .writer import PartitionWriter
+
+RETENTION_CHECK_S = 30.0  # every partition written is checked this often
+RETENTION_SLICE = 256  # partitions checked at once
+
+Writers = Mapping[TopicPartition, PartitionWriter]
+
+
+class Housekeeping:
+    """The retention and compaction schedule of one producer's partitions."""
+
+    def __init__(self, root: Path, settings: FileLogSettings, *, compaction: bool = True,
+                 retention_check_s: float = RETENTION_CHECK_S) -> None:
+        self._root = root
+        self._settings = settings
+        self._compaction = compaction
+        self._retention_check_s = retention_check_s
+        now = time.monotonic()
+        self._next_retention = now + retention_check_s
+        self._next_compaction = now + settings.compaction_interval_ms / 1000
+        self._cursor = 0
+
+    def after_append(self, writers: Writers) -> None:
+        """Retention of the next slice of ``writers``, and compaction, when due."""
+        now = time.monotonic()
+        if now >= self._next_retention:
+            self.enforce_retention(writers, max_partitions=RETENTION_SLICE)
+        if self._compaction and now >= self._next_compaction:
+            self.compact(writers)
+
+    def enforce_retention(self, writers: Writers, *, max_partitions: int | None = None) -> int:
+        """Apply the log's retention to ``writers``' partitions (all of them, or the next
+        ``max_partitions`` in turn); segments removed."""
+        settings = self._settings
+        kept = [w for tp, w in writers.items() if not keeps_history(tp.topic)]
+        if max_partitions is None or max_partitions >= len(kept):
+            self._next_retention = time.monotonic() + self._retention_check_s
+            chosen = kept
+        else:  # a slice per check: the whole sweep still takes one check interval
+            self._next_retention = time.monotonic() + (
+                self._retention_check_s * max_partitions / len(kept))
+            start = self._cursor % len(kept)
+            chosen = kept[start:start + max_partitions]
+            self._cursor = start + max_partitions
+        if settings.retention_ms is None and settings.retention_bytes is None:
+            return 0
+        return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
+                                   retention_bytes=settings.retention_bytes)
+                   for w in chosen)
+
+    def compact(self, writers: Writers, *, min_dirty_ratio: float | None = None) -> int:
+        """Compact the compacted topics' partitions among ``writers``; records removed."""
+        settings = self._settings
+        self._next_compaction = time.monotonic() + settings.compaction_interval_ms / 1000
+        ratio = settings.min_dirty_ratio if min_dirty_ratio is None else min_dirty_ratio
+        removed = 0
+        for tp, writer in writers.items():
+            meta = read_meta(self._root, tp.topic)
+            if meta is not None and meta.compacted:
+                pass
+            elif not settings.compact_all_topics or keeps_history(tp.topic):
+                continue
+            removed += compact_partition(writer.directory, tp.topic, tp.partition,
+                                         delete_retention_ms=settings.delete_retention_ms,
+                                         min_dirty_ratio=ratio).records_removed
+        return removed
