@@ -13,14 +13,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import TaskID
+
+from cdc.progress_bars import progress_bars
 
 POLL_SECONDS = 0.25
 
@@ -30,9 +25,7 @@ class StageProgress:
 
     def __init__(self, spark_context: Any, console: Console) -> None:
         self._tracker = spark_context.statusTracker()
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                                  transient=True)
+        self._progress = progress_bars(console, transient=True)
         self._bars: dict[int, TaskID] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spark-progress", daemon=True)

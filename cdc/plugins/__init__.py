@@ -5,40 +5,8 @@ the built-in sinks and the runtime that feeds them (``connectors.contract`` and
 ``connectors.registry`` re-export these names).
 """
 
-from .contract import (
-    Rejection,
-    Sink,
-    SinkContext,
-    SinkEvent,
-    SinkFactory,
-    SinkRejectedError,
-    SinkUnavailableError,
-    WriteResult,
-    version_of,
-)
-from .index import (
-    ENTRY_POINT_GROUP,
-    SinkLoadError,
-    SinkSpec,
-    known_sinks,
-    load_sink,
-    sink_entry_points,
-)
+from . import contract, index
+from .contract import *  # noqa: F403 (every name of ``contract.__all__``)
+from .index import *  # noqa: F403 (every name of ``index.__all__``)
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "Rejection",
-    "Sink",
-    "SinkContext",
-    "SinkEvent",
-    "SinkFactory",
-    "SinkLoadError",
-    "SinkRejectedError",
-    "SinkSpec",
-    "SinkUnavailableError",
-    "WriteResult",
-    "known_sinks",
-    "load_sink",
-    "sink_entry_points",
-    "version_of",
-]
+__all__ = [*contract.__all__, *index.__all__]

@@ -27,6 +27,22 @@ import orjson
 from cdc.errors import SinkError, TerminalError, TransientError
 from cdc.log import Log, Message
 
+__all__ = [
+    "SEQ_BITS",
+    "SEQ_MAX",
+    "PreparingSink",
+    "Rejection",
+    "Sink",
+    "SinkContext",
+    "SinkEvent",
+    "SinkFactory",
+    "SinkRejectedError",
+    "SinkUnavailableError",
+    "Undecoded",
+    "WriteResult",
+    "version_of",
+]
+
 SEQ_BITS = 10
 SEQ_MAX = (1 << SEQ_BITS) - 1
 

@@ -18,6 +18,15 @@ from cdc.extras import install_hint, missing_extra
 
 from .contract import SinkFactory
 
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SinkLoadError",
+    "SinkSpec",
+    "known_sinks",
+    "load_sink",
+    "sink_entry_points",
+]
+
 ENTRY_POINT_GROUP = "distributary.sinks"
 
 

@@ -35,11 +35,13 @@ def main(duration: float) -> None:
             dsn = stack.enter_context(services.postgres_dsn())
             redis_url = stack.enter_context(services.redis_url())
             opensearch_url = stack.enter_context(services.opensearch_url())
-            console.print("[bold]demo[/]: starting Spark (local[2])")
+            logs = Path(tempfile.mkdtemp(prefix="distributary-demo-logs-"))  # kept
+            console.print(f"[bold]demo[/]: starting Spark (local[2]); its log: "
+                          f"{logs / 'spark.log'}")
             spark_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            spark = stack.enter_context(local_spark(spark_dir))
+            spark = stack.enter_context(local_spark(spark_dir, logs / "spark.log"))
             result = run_demo(dsn, redis_url, opensearch_url, duration=duration, spark=spark,
-                              console=console)
+                              console=console, log_dir=logs)
     except KeyboardInterrupt:
         console.print("demo: interrupted; everything it started is stopped")
         sys.exit(130)

@@ -19,11 +19,12 @@ class CdcRunError(RuntimeError):
 
 
 class CdcRun:
-    """A ``cdc run -c FILE`` process; its output goes to ``<workdir>/cdc-run.log``."""
+    """A ``cdc run -c FILE`` process; its output goes to ``log_path`` (by default
+    ``cdc-run.log`` beside the file)."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, log_path: Path | None = None) -> None:
         self.config = config
-        self.log_path = config.parent / "cdc-run.log"
+        self.log_path = log_path or config.parent / "cdc-run.log"
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -77,9 +78,9 @@ class CdcRun:
 
 
 @contextlib.contextmanager
-def cdc_run(config: Path) -> Iterator[CdcRun]:
+def cdc_run(config: Path, log_path: Path | None = None) -> Iterator[CdcRun]:
     """Run ``cdc run -c config`` for the ``with`` block; stop it on the way out."""
-    process = CdcRun(config)
+    process = CdcRun(config, log_path)
     process.start()
     try:
         yield process

@@ -50,9 +50,10 @@ class DemoResult:
 
 def run_demo(dsn: str, redis_url: str, opensearch_url: str, *, duration: float = 60.0,
              spark: SparkSession | None = None, console: Console | None = None,
-             converge_timeout: float = 90.0) -> DemoResult:
+             converge_timeout: float = 90.0, log_dir: Path | None = None) -> DemoResult:
     """Run the demo against these servers (a superuser DSN of a ``wal_level=logical``
-    PostgreSQL); ``spark`` reuses a session, else a ``local[2]`` one is started."""
+    PostgreSQL); ``spark`` reuses a session, else a ``local[2]`` one is started.
+    ``log_dir`` keeps ``cdc run``'s output (else it goes with the working directory)."""
     console = console or Console()
     name = f"demo_{uuid.uuid4().hex[:8]}"
     with contextlib.ExitStack() as stack:
@@ -62,32 +63,45 @@ def run_demo(dsn: str, redis_url: str, opensearch_url: str, *, duration: float =
         db = stack.enter_context(resources.demo_database(dsn, name))
         shop.create_schema(db)
         servers = DemoServers(db, redis_url, opensearch_url, name)
-        config_path = write_pipeline(servers, workdir, free_port())
+        metrics_port = free_port()
+        config_path = write_pipeline(servers, workdir, metrics_port)
         console.print(f"[bold]demo[/]: database {name}, pipeline {config_path}")
         result = DemoResult()
-        with cdc_run(config_path) as process:
+        run_log = (log_dir or workdir) / "cdc-run.log"
+        with cdc_run(config_path, run_log) as process:
             process.wait_streaming(db, name)
+            console.print(f"[bold]demo[/]: status page http://127.0.0.1:{metrics_port}/ "
+                          f"while the demo runs (cdc run's log: {run_log})")
             _drive(process, servers, config_path, duration, console)
             result.reconcile, result.problems = _reconcile(config_path, converge_timeout,
                                                            console)
+            log_root = workdir / "log"
+            result.events = sum(snapshot(FileLog(log_root).admin(), _topics(),
+                                         []).events.values())
+            if spark is None:
+                spark = stack.enter_context(local_spark(workdir))
+            result.problems += _spark_step(spark, log_root, workdir, config_path, db, console)
             code = process.stop()
             if code != 0:
                 result.problems.append(f"cdc run exited with {code}: {process.log_tail(5)}")
-        log_root = workdir / "log"
-        result.events = sum(snapshot(FileLog(log_root).admin(), _topics(), []).events.values())
-        if spark is None:
-            spark = stack.enter_context(local_spark(workdir))
-        console.print("[bold]demo[/]: Spark job: materialize tables and orders per customer")
-        written = run_spark_job(spark, log_root, TOPIC_PREFIX, workdir / "spark",
-                                demo_aggregate(read_pipeline(config_path)))
-        want = shop.read_postgres(db)
-        tables, counts = read_output(spark, written)
-        for table in shop.TABLES:
-            result.problems += compare.diff_rows(f"spark {table.name}", want[table.name],
-                                                 tables[table.name])
-        if counts != orders_per_customer(want["orders"]):
-            result.problems.append("spark orders_per_customer differs from PostgreSQL")
         return result
+
+
+def _spark_step(spark: SparkSession, log_root: Path, workdir: Path, config_path: Path,
+                db: str, console: Console) -> list[str]:
+    """The Spark job over the log, compared with PostgreSQL: the differences."""
+    console.print("[bold]demo[/]: Spark job: materialize tables and orders per customer")
+    written = run_spark_job(spark, log_root, TOPIC_PREFIX, workdir / "spark",
+                            demo_aggregate(read_pipeline(config_path)))
+    want = shop.read_postgres(db)
+    tables, counts = read_output(spark, written)
+    problems = []
+    for table in shop.TABLES:
+        problems += compare.diff_rows(f"spark {table.name}", want[table.name],
+                                      tables[table.name])
+    if counts != orders_per_customer(want["orders"]):
+        problems.append("spark orders_per_customer differs from PostgreSQL")
+    return problems
 
 
 def _topics() -> list[str]:

@@ -5,6 +5,9 @@ the comparison."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,8 +35,38 @@ def spark_schema(table: sa.Table) -> StructType:
 
 
 @contextmanager
-def local_spark(workdir: Path) -> Iterator[SparkSession]:
-    """A small ``local[2]`` session for the demo, stopped afterwards."""
+def output_to(log_path: Path) -> Iterator[None]:
+    """While the block runs, this process's standard error (file descriptor 2) goes to
+    ``log_path``: a child started meanwhile (Spark's JVM) keeps writing there for good,
+    and the demo's own output is back on the terminal after the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with log_path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@contextmanager
+def local_spark(workdir: Path, log_path: Path | None = None) -> Iterator[SparkSession]:
+    """A small ``local[2]`` session for the demo, stopped afterwards; its JVM writes its
+    warnings and logs to ``log_path`` (when given) instead of the terminal."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to" WARN
+    with contextlib.ExitStack() as quiet:
+        if log_path is not None:
+            quiet.enter_context(output_to(log_path))
+        session = _demo_session(workdir)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def _demo_session(workdir: Path) -> SparkSession:
     session = (SparkSession.builder.master("local[2]").appName("distributary-demo")
                .config("spark.driver.memory", "512m")
                .config("spark.ui.enabled", "false")
@@ -44,10 +77,7 @@ def local_spark(workdir: Path) -> Iterator[SparkSession]:
                .config("spark.local.dir", str(workdir / "spark-tmp"))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
+    return session
 
 
 def demo_aggregate(config: PipelineConfig) -> AggregateConfig:

@@ -9,15 +9,9 @@ import time
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, TaskID
+
+from cdc.progress_bars import progress_bars
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +36,7 @@ class SnapshotProgress:
         self._tasks: dict[str, TaskID] = {}
         self._bars: Progress | None = None
         if interactive:
-            self._bars = Progress(TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(),
-                                  TimeRemainingColumn(), console=Console(stderr=True))
+            self._bars = progress_bars(Console(stderr=True), remaining=True)
             self._bars.start()
 
     def start(self, table: str, estimate: int | None) -> None:

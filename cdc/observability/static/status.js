@@ -34,6 +34,30 @@ function human(value, unit) {
   return value.toFixed(2);
 }
 
+// The y axis: TICKS steps of a round size from zero to at least the largest value: 1, 2
+// or 5 times a power of ten; a power of two for bytes (512 B, 1 MiB); counts ("count")
+// never step below 1.
+const TICKS = 4;
+function niceStep(raw) {
+  const power = 10 ** Math.floor(Math.log10(raw));
+  return [1, 2, 5, 10].map(f => f * power).find(step => step >= raw * (1 - 1e-9));
+}
+function roundStep(top, unit) {
+  const raw = top / TICKS;
+  if (unit === "bytes") return 2 ** Math.max(0, Math.ceil(Math.log2(raw)));
+  const step = niceStep(raw);
+  return unit === "count" ? Math.max(1, Math.ceil(step)) : step;
+}
+
+// a tick's label: as few digits as the round value needs (0.5, 20k, 2 MiB)
+function tickLabel(value, unit) {
+  if (unit === "bytes") return human(value, unit).replace(/\.0 /, " ");
+  const abs = Math.abs(value);
+  if (abs >= 1e6) return `${+(value / 1e6).toPrecision(6)}M`;
+  if (abs >= 1e4) return `${+(value / 1e3).toPrecision(6)}k`;
+  return String(+value.toPrecision(6));
+}
+
 // series: [{name, points: [[t, v|null], ...]}]; returns the number of points drawn
 function drawChart(figure, series, unit, window) {
   const old = figure.querySelector("svg");
@@ -47,13 +71,15 @@ function drawChart(figure, series, unit, window) {
   const values = series.flatMap(s => s.points.map(p => p[1]).filter(v => v !== null));
   const tMax = times.length ? Math.max(...times) : 0;
   const tMin = times.length ? Math.max(Math.min(...times), tMax - window) : 0;
-  const vMax = Math.max(1e-9, ...values) * 1.1;
+  const top = Math.max(0, ...values);
+  const step = roundStep(top > 0 ? top : 1, unit);  // an empty or all-zero chart: 0 to 1
+  const vMax = step * TICKS;
   const x = t => LEFT + (tMax > tMin ? (t - tMin) / (tMax - tMin) : 1) * (WIDTH - LEFT - RIGHT);
   const y = v => HEIGHT - BOTTOM - (v / vMax) * (HEIGHT - TOP - BOTTOM);
-  for (let i = 0; i <= 4; i += 1) {
-    const v = (vMax / 4) * i;
+  for (let i = 0; i <= TICKS; i += 1) {
+    const v = step * i;
     el("line", {class: "gridline", x1: LEFT, x2: WIDTH - RIGHT, y1: y(v), y2: y(v)}, svg);
-    el("text", {x: LEFT - 4, y: y(v) + 3, "text-anchor": "end"}, svg).textContent = human(v, unit);
+    el("text", {x: LEFT - 4, y: y(v) + 3, "text-anchor": "end"}, svg).textContent = tickLabel(v, unit);
   }
   el("line", {class: "axis", x1: LEFT, x2: LEFT, y1: TOP, y2: HEIGHT - BOTTOM}, svg);
   el("line", {class: "axis", x1: LEFT, x2: WIDTH - RIGHT, y1: HEIGHT - BOTTOM, y2: HEIGHT - BOTTOM}, svg);
@@ -132,7 +158,7 @@ function render(status) {
   drawChart(document.getElementById("connector-lag"),
             names.map(name => ({name, points: samples.map(s => [s.t,
               s.connector_lag && name in s.connector_lag ? s.connector_lag[name] : null])})),
-            "", window);
+            "count", window);
   const body = document.querySelector("#topics tbody");
   body.replaceChildren(...Object.entries(status.topics || {}).sort().map(([topic, count]) => {
     const row = document.createElement("tr");

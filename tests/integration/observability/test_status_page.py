@@ -4,6 +4,7 @@ data (SVG paths with points, ``data-points`` > 0) drawn by the page's own script
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -52,6 +53,34 @@ def points(path_d: str) -> list[tuple[float, float]]:
     return [(float(x), float(y)) for x, y in re.findall(r"[ML](-?[\d.]+),(-?[\d.]+)", path_d)]
 
 
+def ticks(html: str) -> list[float]:
+    """The y axis labels of a chart (``tickLabel`` in status.js), as numbers."""
+    scale = {"": 1.0, "k": 1e3, "M": 1e6, "B": 1.0, "KiB": 1024.0, "MiB": 1024.0**2,
+             "GiB": 1024.0**3}
+    labels = re.findall(r'<text x="48" y="[^"]+" text-anchor="end">([^<]*)</text>', html)
+    found = []
+    for label in labels:
+        match = re.fullmatch(r"(-?[\d.]+) ?(k|M|B|KiB|MiB|GiB)?", label)
+        assert match, f"tick label {label!r} is not a number"
+        found.append(float(match.group(1)) * scale[match.group(2) or ""])
+    return found
+
+
+def round_ticks(values: list[float], kind: str) -> bool:
+    """Ticks from zero in equal steps of 1, 2 or 5 times a power of ten (``decimal``;
+    ``whole``: and whole numbers), or of a power of two (``bytes``)."""
+    if len(values) < 2 or values[0] != 0:
+        return False
+    step = values[1]
+    if any(abs(v - step * i) > step * 1e-3 for i, v in enumerate(values)):
+        return False
+    if kind == "bytes":
+        return step >= 1 and step == 2 ** round(math.log2(step))
+    mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
+    return any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5)) and (
+        kind != "whole" or all(v == int(v) for v in values))
+
+
 def keep_writing(pipeline: Pipeline, stop: threading.Event) -> None:
     start = 100_000
     while not stop.is_set():
@@ -98,6 +127,10 @@ def test_status_page_charts_show_data(postgres_dsn: str, redis_url: str,
     throughput = re.findall(r'<path class="series" d="([^"]*)"', figure(dom, "throughput"))
     assert any(y < CHART_BOTTOM - 1 for x, y in points(throughput[0])), \
         "the throughput line never rises above zero"
+    for chart, kind in (("throughput", "decimal"), ("capture-lag", "decimal"),
+                        ("wal", "bytes"), ("connector-lag", "whole")):
+        values = ticks(figure(dom, chart))
+        assert round_ticks(values, kind), f"{chart}: ticks {values}"
     connector = figure(dom, "connector-lag")
     assert 'data-series="cache"' in connector
     assert f"{name}.public.customers" in dom  # the topics table
