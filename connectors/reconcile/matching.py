@@ -11,8 +11,6 @@ its view filters it out, or records expire), and a record with no row a candidat
 
 from __future__ import annotations
 
-import contextlib
-import queue
 import threading
 from collections.abc import Iterator
 
@@ -63,62 +61,6 @@ class RecordMatch:
     def unpaired_records(self) -> list[tuple[str, int | None]]:
         """Once every row came: the ids and versions of the records no row has."""
         return [(sink_id, version) for sink_id, (_, version) in self._records.items()]
-
-
-class Prefetched:
-    """The pages of a scan read by a thread of their own, at most ``ahead`` pages before
-    they are taken, so the sink's time to serve a page is spent while the walk works.
-    ``close()`` stops the thread (and closes the scan in it)."""
-
-    def __init__(self, pages: Iterator[HeldPage], ahead: int = 2) -> None:
-        self._queue: queue.Queue[HeldPage | BaseException | None] = queue.Queue(ahead)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, args=(pages,),
-                                        name="reconcile-scan", daemon=True)
-        self._thread.start()
-
-    def __iter__(self) -> Iterator[HeldPage]:
-        return self
-
-    def __next__(self) -> HeldPage:
-        item = self._queue.get()
-        if item is None:
-            self._queue.put(None)  # every later call ends too
-            raise StopIteration
-        if isinstance(item, BaseException):
-            self._queue.put(None)
-            raise item
-        return item
-
-    def close(self) -> None:
-        """Stop reading pages (the scan is closed by its thread)."""
-        self._stop.set()
-        while self._thread.is_alive():
-            with contextlib.suppress(queue.Empty):
-                self._queue.get(timeout=0.05)  # unblock a put
-        self._thread.join()
-
-    def _read(self, pages: Iterator[HeldPage]) -> None:
-        try:
-            for page in pages:
-                if not self._put(page):
-                    return
-            self._put(None)
-        except BaseException as exc:  # handed to the walk, which raises it
-            self._put(exc)
-        finally:
-            close = getattr(pages, "close", None)
-            if close is not None:
-                close()
-
-    def _put(self, item: HeldPage | BaseException | None) -> bool:
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
 
 
 class Collected:

@@ -35,16 +35,17 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import filterfalse
 from typing import Protocol
 
+from cdc.readahead import ReadAhead
 from connectors.contract import version_of
 
 from .compare import Difference, Kind, compare_chunk, compare_row, describe_version
-from .matching import Collected, Prefetched, RecordMatch
+from .matching import Collected, RecordMatch
 from .source import KeyText, SourceRead, SourceRow
 from .target import HeldPage, Target
 
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 
 RECHECKS = 4  # fresh reads of a differing key before it is left for the next run
 AHEAD = 2  # chunks a target's comparison may lag behind the reads
+SCAN_AHEAD = 2  # pages of a scanned target read before the walk takes them
 
 
 @dataclass
@@ -62,7 +64,7 @@ class TargetFindings:
     differences: list[Difference] = field(default_factory=list)
     keys: dict[str, KeyText] = field(default_factory=dict)  # sink id → chunk key (rows)
     seen: set[str] = field(default_factory=set)  # ids of rows (targets read by id)
-    pages: Iterator[HeldPage] | None = None  # a scanned target's
+    pages: ReadAhead[HeldPage] | None = None  # a scanned target's
     match: RecordMatch | None = None  # ... rows and records not yet paired
     scanned: int = 0                  # ... records read so far
     listed: Collected | None = None   # a target read by id: its listing, read meanwhile
@@ -122,7 +124,7 @@ class TableWalk:
             for found in findings.targets:
                 pages = found.target.scan()
                 if pages is not None:
-                    found.pages = Prefetched(pages)
+                    found.pages = ReadAhead(pages, SCAN_AHEAD, name="reconcile-scan")
                     found.match = RecordMatch(missing_is_drift=found.target.missing_is_drift)
                 else:
                     found.listed = Collected(found.target.listing())
