@@ -12,10 +12,10 @@ import click
 import psycopg
 
 from cdc.config import PipelineConfig
-from cdc.config.commands import config_option, load_config_or_exit
+from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_exit
 from cdc.config.conninfo import dsn_secrets
 from cdc.config.secrets import Redactor
-from cdc.errors import DistributaryError
+from cdc.errors import ConfigError, DistributaryError
 from cdc.log.open import open_log
 from cdc.logsetup import configure_logging, protect_secrets
 
@@ -61,6 +61,8 @@ def capture(config_path: Path, recreate_lost_slot: bool) -> None:
         runner = Capture(config, event_log, settings)  # a file log refuses a second one
         observability = start_observability(config, capture=runner.stats)
         runner.run(stop)
+    except ConfigError as exc:  # e.g. PostgreSQL refused the password at start-up
+        raise ConfigErrorExit(str(exc)) from None
     except DistributaryError as exc:
         raise click.ClickException(str(exc)) from None
     except psycopg.errors.InsufficientPrivilege as exc:

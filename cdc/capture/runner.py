@@ -25,7 +25,7 @@ import psycopg
 from cdc.backoff import ExponentialBackoff
 from cdc.config import PipelineConfig
 from cdc.crashpoints import crash_point
-from cdc.errors import LogFencedError, SlotInUseError, SourceError
+from cdc.errors import ConfigError, ConfigProblem, LogFencedError, SlotInUseError, SourceError
 from cdc.log import Log
 
 from .fallbacks import FALLBACKS, DecodeFallbacks
@@ -40,6 +40,7 @@ from .source.checks import refuse_sql_ascii, source_address
 from .source.ddl_race import raced_ddl
 from .source.messages import incremental_refusal, require_outbox_messages
 from .source.publication import sync_publication
+from .source.refusals import configuration_refusal
 from .source.replicas import Standby, Takeover
 from .source.slot import check_slot_health, slot_two_phase
 from .source.slot_start import SlotStart
@@ -150,9 +151,19 @@ class Capture:
             except psycopg.Error as exc:
                 if not (isinstance(exc, psycopg.OperationalError) or raced_ddl(exc)):
                     raise
+                self._stop_when_refused(exc)
                 failures = self._session_failed(exc, started, failures, stop)
             except SourceError as exc:
                 failures = self._session_failed(exc, started, failures, stop)
+
+    def _stop_when_refused(self, exc: psycopg.Error) -> None:
+        """Before the first session streamed, a refusal no retry can fix (a password,
+        a certificate, pg_hba.conf: ``refusals``) is a configuration error."""
+        why = configuration_refusal(exc) if self.stats.sessions == 0 else None
+        if why is not None:
+            raise ConfigError([ConfigProblem(
+                "source.dsn", f"PostgreSQL at {source_address(self.config.source.dsn)} "
+                f"refused the connection: {why}")]) from exc
 
     def _session_failed(self, exc: Exception, started: float, failures: int,
                         stop: threading.Event) -> int:

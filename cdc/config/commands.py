@@ -31,6 +31,13 @@ def config_option(command: F) -> F:
     return option(command)
 
 
+class ConfigErrorExit(click.ClickException):
+    """A configuration error found while running (e.g. a password the server refused):
+    ``Error: <setting>: <problem>`` on standard error, exit status 2."""
+
+    exit_code = EXIT_CONFIG_ERROR
+
+
 def _fail(error: ConfigError) -> NoReturn:
     for problem in error.problems:
         click.echo(str(problem))

@@ -24,7 +24,7 @@ from compose.launcher import PostgresServer
 from compose.launcher.postgres import ServerTls
 
 from .certs import CertificateAuthority
-from .cli import cdc, cdc_until, doctor_findings
+from .cli import cdc, doctor_findings
 
 PASSWORD = "tls-Secret-8842"
 
@@ -150,9 +150,29 @@ def test_a_wrong_ca_fails_clearly(tls: TlsSetup, tmp_path: Path) -> None:
     assert doctor.returncode == 1
     assert "cannot check the database" in doctor.stderr
     assert "certificate verify failed" in doctor.stderr, doctor.stderr
-    capture = cdc_until(lambda printed: "certificate verify failed" in printed,
-                        "the certificate error", "capture", "-c", str(config))
-    assert "certificate verify failed" in capture.stderr, capture.stderr
+    capture = cdc("capture", "-c", str(config), timeout=60)  # stops: no retrying
+    assert capture.returncode == 2, capture.stderr
+    assert f"source.dsn: PostgreSQL at 127.0.0.1:{tls.server.port}/tlsdb refused the " \
+           "connection: the server's certificate did not verify: check sslrootcert" \
+        in capture.stderr, capture.stderr
     assert logged_ids(tmp_path / "log", "tls_wrong.public.t") == []
-    for run in (doctor, capture):
-        assert PASSWORD not in run.output
+    run = cdc("run", "-c", str(config), timeout=60)  # its capture stops the pipeline
+    assert run.returncode != 0 and "check sslrootcert" in run.output, run.output
+    for done in (doctor, capture, run):
+        assert PASSWORD not in done.output
+
+
+def test_a_refused_password_or_host_name_stops_the_capture(tls: TlsSetup,
+                                                           tmp_path: Path) -> None:
+    config = pipeline(tmp_path, tls.dsn("cdc_tls", tls.trusted), "tls_refused",
+                      password=True)
+    (tmp_path / "pg-password").write_text("not-the-password\n")
+    refused = cdc("capture", "-c", str(config), timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    assert "refused the connection: the server refused the password" in refused.stderr
+    other_name = pipeline(tmp_path, tls.dsn("cdc_tls", tls.trusted).replace(
+        "host=127.0.0.1", "host=db.example hostaddr=127.0.0.1"), "tls_refused", password=True)
+    mismatch = cdc("capture", "-c", str(other_name), timeout=60)
+    assert mismatch.returncode == 2, mismatch.stderr
+    assert "the server's certificate is for another host name" in mismatch.stderr
+    assert "not-the-password" not in refused.output + mismatch.output
