@@ -20,7 +20,7 @@ import time
 
 import click
 
-from cdc.supervisor.exits import EXIT_TERMINAL, is_terminal
+from cdc.supervisor.exits import EXIT_TERMINAL, EXIT_USAGE, is_terminal
 
 _PARENT_POLL_S = 0.5
 
@@ -45,6 +45,8 @@ def run_child(args: list[str]) -> int:
         result = main.main(args=args, prog_name="cdc", standalone_mode=False)
     except click.ClickException as exc:
         exc.show()
+        if exc.exit_code == EXIT_USAGE:  # e.g. a password PostgreSQL refused at start-up
+            return EXIT_USAGE
         return EXIT_TERMINAL if is_terminal(exc) else exc.exit_code
     except click.Abort:
         click.echo("Aborted!", err=True)
