@@ -100,3 +100,16 @@ class SlotInUseError(SourceError):
 
 class SinkError(DistributaryError):
     """A sink could not write."""
+
+
+def config_error_in(error: BaseException) -> ConfigError | None:
+    """The ``ConfigError`` behind ``error``: itself, or one it was raised from or during
+    (a sink's refused login inside the worker's failure), else None."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ConfigError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from cdc.config import ConnectorConfig, PipelineConfig
-from cdc.config.commands import config_option, load_config_or_exit
-from cdc.errors import DistributaryError
+from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_exit
+from cdc.errors import DistributaryError, config_error_in
 from cdc.extras import MissingExtraError
 from cdc.log import Log
 from cdc.log.open import open_log
@@ -93,6 +93,10 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
         run_connectors(config, connectors, event_log, stop, metrics,
                        on_start=None if watch is None else watch.attach)
     except DistributaryError as exc:
+        refused = config_error_in(exc)  # e.g. a password the sink refused at start-up
+        if refused is not None:
+            which = exc.connector if isinstance(exc, ConnectorFailedError) else "?"
+            raise ConfigErrorExit(f"connector {which!r}: {refused}") from None
         raise click.ClickException(str(exc)) from None
     finally:
         if observability is not None:

@@ -24,10 +24,11 @@ class RedisServer(LocalServer):
 
     name = "redis"
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, password: str | None = None) -> None:
         super().__init__()
         self.port = free_port()
         self.durable = durable
+        self.password = password  # requirepass: clients must log in with it
 
     @property
     def url(self) -> str:
@@ -58,5 +59,7 @@ class RedisServer(LocalServer):
         argv = [binary, "--port", str(self.port), "--bind", LOOPBACK, "--dir", str(self.workdir),
                 "--save", "", "--appendonly", "yes" if self.durable else "no",
                 "--daemonize", "no", "--protected-mode", "yes"]
+        if self.password is not None:
+            argv += ["--requirepass", self.password]
         self._spawn(argv)
         wait_until(lambda: port_open(self.port), timeout=30, what="redis", alive=self._alive)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from redis.exceptions import (
     AskError,
+    AuthenticationError,
     ClusterError,
     NoPermissionError,
     OutOfMemoryError,
@@ -56,6 +57,19 @@ def unavailable(exc: RedisError | RedisClusterException, doing: str) -> SinkUnav
     if isinstance(exc, ResponseError | RedisConnectionError | RedisClusterException):
         detail = f"{detail}: {str(exc)[:200]}"  # a reply, or which host:port failed
     return SinkUnavailableError(f"Redis failed while {doing} ({detail})")
+
+
+def login_refusal(exc: RedisError | RedisClusterException) -> str | None:
+    """Why Redis (or TLS) refused the connector's login for a reason a retry cannot fix,
+    with the setting to fix; None for anything else (down, loading, …)."""
+    if isinstance(exc, AuthenticationError):
+        return ("Redis refused the login (a wrong or missing password, or an ACL user "
+                "that does not exist or is off): check config.password or the URL's user "
+                "and password")
+    if isinstance(exc, RedisConnectionError) and "certificate verify failed" in str(exc):
+        return ("Redis's TLS certificate did not verify: check the CA the rediss:// URL "
+                "trusts (ssl_ca_certs) and that the certificate has not expired")
+    return None
 
 
 def rejection_reason(exc: RedisError) -> str:

@@ -37,7 +37,7 @@ from .batch import PackedBatch, RowBatch, ScriptBatch
 from .client import Client, address, make_client
 from .cluster_batch import ClusterRows, SlotsMovedError
 from .config import RedisSinkConfig
-from .errors import is_transient, unavailable
+from .errors import is_transient, login_refusal, unavailable
 from .keys import KeyTemplates
 from .plain import PlainRows
 from .rows import RowRenderer, StoredJson
@@ -69,6 +69,7 @@ class RedisSink:
         self._stale = False  # a cluster client that failed: make a new one
         self._by_slot = False  # a slot moved: the next write goes slot by slot
         self._script: Script | None = None
+        self._opened = False  # once connected, a refused login is retried
 
     def open(self) -> None:
         """Connect, check Redis answers, and load the batch script (on every master of a
@@ -80,6 +81,7 @@ class RedisSink:
         try:
             client = make_client(self.config)  # a cluster's client reads its slots here
         except (RedisError, RedisClusterException) as exc:
+            self._refused(exc, field)
             raise unavailable(exc, doing) from exc
         try:
             client.ping()
@@ -96,12 +98,24 @@ class RedisSink:
                                                  "the connector's script (it needs Redis 7.0 "
                                                  "or later: script flags): "
                                                  f"{str(exc)[:200]}")]) from exc
+            self._refused(exc, field)
             raise unavailable(exc, doing) from exc
         except ConfigError:
             client.close()
             raise
         # a cluster client runs a ``Script`` as ``Redis`` does (EVALSHA, keys of one slot)
         self._client, self._script = client, Script(cast(Redis, client), script)
+        self._opened = True
+
+    def _refused(self, exc: RedisError | RedisClusterException, field: str) -> None:
+        """Before the first write: a login refused for good is a configuration error
+        (later, as after a password rotated mid-run, it is retried)."""
+        why = None if self._opened else login_refusal(exc)
+        if why is not None:
+            if "password" in why and self.config.password is not None:
+                field = "config.password"
+            raise ConfigError([ConfigProblem(
+                field, f"Redis at {address(self.config)}: {why}")]) from exc
 
     def prepare(self, batch: list[SinkEvent]) -> list[SinkEvent]:
         """``batch`` with its plain rows rendered (``PreparingSink``)."""

@@ -1,0 +1,91 @@
+"""A sink whose login Redis refuses stops the connector at start-up with one line naming
+the setting (exit status 2), instead of retrying as if Redis were down; once it has
+connected, the same refusal (a password rotated mid-run) is retried."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from cdc.errors import ConfigError
+from compose.launcher.redis import RedisServer
+from connectors.contract import SinkUnavailableError
+from connectors.redis import RedisSinkConfig
+from connectors.redis.sink import RedisSink
+
+PASSWORD = "redis-Secret-5531"
+WRONG = "not-the-Secret-0077"
+
+
+@pytest.fixture(scope="module")
+def locked_redis() -> Iterator[RedisServer]:
+    with RedisServer(password=PASSWORD) as server:
+        yield server
+
+
+def sink(server: RedisServer, password: str | None) -> RedisSink:
+    settings: dict[str, object] = {"url": server.url, "timeout": "2s"}
+    if password is not None:
+        settings["password"] = password
+    return RedisSink(RedisSinkConfig.model_validate(settings))
+
+
+def test_a_wrong_or_missing_password_is_a_config_error(locked_redis: RedisServer) -> None:
+    for password, field in ((WRONG, "config.password"), (None, "config.url")):
+        with pytest.raises(ConfigError, match=f"{field}: Redis at 127.0.0.1:"
+                           f"{locked_redis.port}: Redis refused the login") as raised:
+            sink(locked_redis, password).open()
+        assert WRONG not in str(raised.value) and PASSWORD not in str(raised.value)
+    right = sink(locked_redis, PASSWORD)
+    right.open()
+    right.close()
+
+
+def test_a_password_rotated_mid_run_is_retried(locked_redis: RedisServer) -> None:
+    opened = sink(locked_redis, PASSWORD)
+    opened.open()
+    admin = redis.Redis(host="127.0.0.1", port=locked_redis.port, password=PASSWORD)
+    admin.config_set("requirepass", WRONG)
+    try:
+        opened.close()
+        with pytest.raises(SinkUnavailableError, match="AuthenticationError"):
+            opened.open()  # connected before: an operator may put the password back
+    finally:
+        redis.Redis(host="127.0.0.1", port=locked_redis.port,
+                    password=WRONG).config_set("requirepass", PASSWORD)
+        admin.close()
+        opened.close()
+
+
+def test_cdc_connect_stops_with_the_setting_to_fix(locked_redis: RedisServer,
+                                                   tmp_path: Path) -> None:
+    (tmp_path / "redis-password").write_text(WRONG + "\n")
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(f"""
+source:
+  dsn: postgresql://127.0.0.1:9/none
+  slot: logins
+  publication: logins
+log:
+  backend: file
+  path: {tmp_path / 'log'}
+connectors:
+  - name: cache
+    type: redis
+    topics: [logins.public.t]
+    config:
+      url: {locked_redis.url}
+      password_file: {tmp_path / 'redis-password'}
+      timeout: 2s
+""")
+    done = subprocess.run([sys.executable, "-m", "cdc.cli", "connect", "-c", str(config)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "connector 'cache': config.password: Redis at 127.0.0.1:" in done.stderr, \
+        done.stderr[-3000:]
+    assert WRONG not in done.stdout + done.stderr
