@@ -98,6 +98,7 @@ class CaptureStats:
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction appended
     events_by_topic: Counter[str] = field(default_factory=Counter)  # streamed, per topic
     decode_fallbacks: DecodeFallbacks = field(default_factory=lambda: FALLBACKS)  # as text
+    last_failure: str | None = None  # why the last session ended, until one streams again
 
 
 def writer_id(config: PipelineConfig) -> str:
@@ -172,6 +173,7 @@ class Capture:
         session that streamed over 30 s counts from one again)."""
         failures = 1 if time.monotonic() - started > 30 else failures + 1
         delay = self._reconnect_backoff.delay(failures)
+        self.stats.last_failure = " ".join(str(exc).split())[:300]  # for /healthz
         if self.stats.sessions == 0:  # never streamed: say where it tried to go
             log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
                         "retrying in %.1f s", source_address(self.config.source.dsn),
@@ -231,6 +233,7 @@ class Capture:
                        two_phase=slot_two_phase(catalog_conn, source.slot))
             decoder = PgOutputDecoder(repl.proto_version)
             self.stats.streaming = True
+            self.stats.last_failure = None
             self._took_over()
             self._stream(stop, repl, decoder, assembler, resume, catalog_conn, write_conn)
         finally:

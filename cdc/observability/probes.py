@@ -98,6 +98,10 @@ class CaptureProbe:
         if self._stats.standby:  # ready: standing by is what a replica should do
             return PartHealth("capture", "standby")
         if not self._stats.streaming:
+            failure = self._stats.last_failure
+            if failure is not None:
+                return PartHealth("capture", "reconnecting",
+                                  f"not streaming: retrying after {failure}")
             return PartHealth("capture", "starting", "not streaming yet (connecting, taking "
                               "the initial snapshot, or reconnecting)")
         return PartHealth("capture", "streaming")

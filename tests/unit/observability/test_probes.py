@@ -53,6 +53,18 @@ def test_capture_probe_reads_stats_and_health() -> None:
     assert probe.health().state == "stopped"
 
 
+def test_capture_probe_names_why_the_capture_is_reconnecting() -> None:
+    stats = CaptureStats()
+    probe = CaptureProbe(stats, None, lambda: True)
+    stats.last_failure = 'FATAL:  password authentication failed for user "cdc"'
+    health = probe.health()
+    assert health.state == "reconnecting" and not health.ready
+    assert health.problem == ('not streaming: retrying after FATAL:  password '
+                              'authentication failed for user "cdc"')
+    stats.streaming = True
+    assert probe.health().ready
+
+
 @dataclass
 class FakeRunner:
     group: str
