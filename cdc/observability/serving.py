@@ -68,9 +68,14 @@ def listen(config: MetricsConfig, routes: Routes) -> HttpEndpoint:
             f"{exc.strerror or exc}; choose another metrics.host/metrics.port")]) from None
 
 
+def status_url(address: tuple[str, int]) -> str:
+    """The status page's URL at ``address`` (an IPv6 host in brackets)."""
+    host, port = address
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+
+
 def announce(address: tuple[str, int]) -> None:
     """Log where the endpoint listens (one line, with ``host`` and ``port`` as fields)."""
     host, port = address
-    shown = f"[{host}]" if ":" in host else host
-    log.info("observability endpoint on http://%s:%d/ (/metrics, /healthz, status page)",
-             shown, port, extra={"host": host, "port": port})
+    log.info("observability endpoint on %s (/metrics, /healthz, status page)",
+             status_url(address), extra={"host": host, "port": port})

@@ -3,16 +3,20 @@ page of the whole pipeline, on ``metrics.host:metrics.port``, from ``PipelineVie
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from cdc.config.models import MetricsConfig
+from cdc.observability.health import READY
 from cdc.observability.samples import Sample
-from cdc.observability.serving import SampledEndpoint
+from cdc.observability.serving import SampledEndpoint, status_url
 
 from .view import PipelineView
+
+log = logging.getLogger(__name__)
 
 
 class PipelineEndpoint(SampledEndpoint):
@@ -21,6 +25,7 @@ class PipelineEndpoint(SampledEndpoint):
     def __init__(self, config: MetricsConfig, view: PipelineView) -> None:
         self._view = view
         self._topics: dict[str, int] = {}
+        self._said_ready = False
         registry = CollectorRegistry()
         registry.register(view)
         super().__init__(config, registry, view.health, self.status, self._take_sample)
@@ -37,4 +42,7 @@ class PipelineEndpoint(SampledEndpoint):
         sample, topics = self._view.reading(time.time())
         if topics:
             self._topics = topics
+        if not self._said_ready and self._view.health()[0] == READY:
+            self._said_ready = True  # once: the first time every part is ready
+            log.info("pipeline ready: status page %s", status_url(self.address))
         return sample

@@ -46,6 +46,13 @@ def listening_addresses(port: int) -> list[str]:
     return found
 
 
+def test_says_where_its_status_page_is_once_ready(pipeline: Pipeline) -> None:
+    url = f"http://127.0.0.1:{pipeline.port}/"
+    wait_until(lambda: f"pipeline ready: status page {url}" in pipeline.stderr.read_text(),
+               timeout=30, what="the ready line in cdc run's output")
+    assert pipeline.stderr.read_text().count("pipeline ready: status page") == 1
+
+
 def test_binds_loopback_by_default(pipeline: Pipeline) -> None:
     assert listening_addresses(pipeline.port) == ["0100007F"]  # 127.0.0.1, nothing else
 
