@@ -16,6 +16,10 @@ runtime retries the first with backoff and dead-letters (or fails on) the second
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+E = TypeVar("E", bound=BaseException)
+
 
 class DistributaryError(Exception):
     """Root of every error this package raises on purpose."""
@@ -102,14 +106,20 @@ class SinkError(DistributaryError):
     """A sink could not write."""
 
 
-def config_error_in(error: BaseException) -> ConfigError | None:
-    """The ``ConfigError`` behind ``error``: itself, or one it was raised from or during
-    (a sink's refused login inside the worker's failure), else None."""
+def behind(error: BaseException, kind: type[E]) -> E | None:
+    """The first ``kind`` behind ``error``: itself, or one it was raised from or during
+    (following ``__cause__``, else ``__context__``), else None."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
-        if isinstance(current, ConfigError):
+        if isinstance(current, kind):
             return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
+
+
+def config_error_in(error: BaseException) -> ConfigError | None:
+    """The ``ConfigError`` behind ``error`` (a sink's refused login inside the worker's
+    failure), else None."""
+    return behind(error, ConfigError)

@@ -71,9 +71,6 @@ source:
   dsn: postgresql://127.0.0.1:9/none
   slot: logins
   publication: logins
-log:
-  backend: file
-  path: {tmp_path / 'log'}
 connectors:
   - name: cache
     type: redis
@@ -82,6 +79,7 @@ connectors:
       url: {locked_redis.url}
       password_file: {tmp_path / 'redis-password'}
       timeout: 2s
+log: {{backend: file, path: "{tmp_path / 'log'}"}}
 """)
     done = subprocess.run([sys.executable, "-m", "cdc.cli", "connect", "-c", str(config)],
                           capture_output=True, text=True, timeout=120, check=False)
