@@ -6,38 +6,10 @@ The capture appends through a ``Producer``; connectors and tools read through a
 contract on a Kafka cluster.
 """
 
+from . import records
 from .contract import Admin, Consumer, Log, Producer
 from .partitioner import murmur2, partition_for
-from .records import (
-    NO_POSITION,
-    Backpressure,
-    BackpressurePolicy,
-    GroupLag,
-    Message,
-    PartitionInfo,
-    Position,
-    Record,
-    StartAt,
-    StartKind,
-    TopicPartition,
-)
+from .records import *  # noqa: F403 (every name of ``records.__all__``)
 
-__all__ = [
-    "NO_POSITION",
-    "Admin",
-    "Backpressure",
-    "BackpressurePolicy",
-    "Consumer",
-    "GroupLag",
-    "Log",
-    "Message",
-    "PartitionInfo",
-    "Position",
-    "Producer",
-    "Record",
-    "StartAt",
-    "StartKind",
-    "TopicPartition",
-    "murmur2",
-    "partition_for",
-]
+__all__ = ["Admin", "Consumer", "Log", "Producer", "murmur2", "partition_for",
+           *records.__all__]

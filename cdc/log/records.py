@@ -6,6 +6,20 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+__all__ = [
+    "NO_POSITION",
+    "Backpressure",
+    "BackpressurePolicy",
+    "GroupLag",
+    "Message",
+    "PartitionInfo",
+    "Position",
+    "Record",
+    "StartAt",
+    "StartKind",
+    "TopicPartition",
+]
+
 
 class Position(NamedTuple):
     """A source position ``(commit_lsn, seq)``; strictly increasing in commit order."""
