@@ -22,6 +22,7 @@ from cdc.capture.runner import Capture
 from cdc.capture.schema.ddl import install
 from cdc.capture.snapshot.incremental_log import TableSnapshot
 from cdc.capture.source.messages import sends_messages
+from cdc.log import Message
 
 from .conftest import CaptureEnv, require_messages, server_version
 from .snapshot_check import snapshot_state, use_config, wait_state
@@ -90,6 +91,19 @@ def _reread_after(env: CaptureEnv, table: str, lsn: int,
         time.sleep(0.2)
 
 
+def _wait_for_update(env: CaptureEnv, table: str, key: int,
+                     timeout: float = 60.0) -> list[Message]:
+    """The table's events once an update of ``key`` is among them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = env.events(table)
+        if any(orjson.loads(m.value)["op"] == "u" and orjson.loads(m.key)["id"] == key
+               for m in found):
+            return found
+        assert time.monotonic() < deadline, f"no update of {table} {key} in the log"
+        time.sleep(0.2)
+
+
 def test_with_the_ddl_capture_a_migration_is_read_again_before_any_write(
         capture_env: CaptureEnv, run_capture: Callable[..., Capture],
         caplog: pytest.LogCaptureFixture) -> None:
@@ -114,11 +128,12 @@ def test_with_the_ddl_capture_a_migration_is_read_again_before_any_write(
     env.sql("ALTER TABLE quiet ADD COLUMN flag boolean NOT NULL DEFAULT true")
     env.sql("UPDATE quiet SET v = 1 WHERE id = 1")
     second = _reread_after(env, "public.quiet", parse_lsn(first.request_lsn))
-    assert second.rows == 50
+    # row 1, updated while the chunk was read, may be the stream's alone (watermarks)
+    assert second.chunks == 1 and second.rows in (49, 50), second
     env.sql("UPDATE quiet SET v = 2 WHERE id = 2")  # after the re-read: no other one
-    logged = env.wait_for("quiet", 152)
-    assert [orjson.loads(m.value)["op"] for m in logged[100:]].count("r") == 50
-    assert len(logged) == 152, "the table was read again twice for one migration"
+    logged = _wait_for_update(env, "quiet", key=2)
+    ops = [orjson.loads(m.value)["op"] for m in logged[100:]]
+    assert ops.count("r") == second.rows and ops.count("u") == 2, ops
     started = [r.getMessage() for r in caplog.records
                if "reading the table again" in r.getMessage()]
     assert len(started) == 2, started
