@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=.venv/.native-built
-changed=$(find native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src \
+changed=$(find native/Cargo.toml native/Cargo.lock native/pyproject.toml native/distributary_native.pyi native/src \
   -newer "$stamp" -print -quit 2>/dev/null || echo missing-stamp)
 if [ -f "$stamp" ] && [ -z "$changed" ] && .venv/bin/python -c "import distributary_native" 2>/dev/null; then
   exit 0

@@ -1,0 +1,147 @@
+# The types of the native module `distributary_native`: every function and class that
+# native/src/python/mod.rs registers, with the names, defaults and types of the Rust
+# signatures in native/src/python/*.rs. maturin installs this file as the package's
+# `__init__.pyi`, with a `py.typed` marker; tests/unit/architecture/test_native_stub.py
+# holds it to the built module (names, parameters, defaults).
+
+from collections.abc import Sequence, Set
+from typing import final
+
+from cdc.log.records import Message, Record
+from cdc.plugins.contract import SinkEvent
+
+# log records (encode.rs, decode.rs, group.rs, partition.rs)
+
+def encode_batch(
+    records: Sequence[Record], first_offset: int, now_ms: int, size: int, last_indexed: int,
+    index_interval: int,
+) -> tuple[bytes, list[tuple[int, int]], int]:
+    """``(lines, index_entries, last_indexed)``, as ``codec.encode_batch_reference``."""
+
+def encode_topic_batch(
+    records: list[Record], topic: str, first_offset: int, now_ms: int, size: int,
+    last_indexed: int, index_interval: int,
+) -> tuple[bytes, bytes, int] | None:
+    """``(lines, packed index entries, last_indexed)``, None: the producer groups them."""
+
+def decode_lines(
+    chunk: bytes, start: int, limit: int, topic: str, partition: int, next_offset: int,
+    skipping: bool,
+) -> tuple[list[Message], int, int, bool, tuple[str, int] | None]:
+    """``(messages, end, next_offset, skipping, (reason, position) or None)``."""
+
+def murmur2(data: bytes | bytearray) -> int: ...
+def partition_for(key: bytes | bytearray, partitions: int) -> int: ...
+def crc32(data: bytes, value: int = 0) -> int: ...
+def group_records(
+    records: list[Record], counts: dict[str, int]
+) -> dict[tuple[str, int], list[Record]] | None: ...
+
+# snapshot (snapshot.rs, copy_drain.rs)
+
+@final
+class SnapshotPlan:
+    """One table's conversion: its columns' kinds and names, its key columns."""
+
+    def __init__(
+        self, kinds: Sequence[int], names: Sequence[str], key_indexes: Sequence[int],
+        schema_version: int,
+    ) -> None: ...
+
+def snapshot_rows(
+    chunk: bytes, plan: SnapshotPlan, source: tuple[bytes, bytes] | None = None,
+    first_seq: int = 0,
+) -> list[tuple[bytes, bytes] | bytes]:
+    """Per row ``(key, value)``, or its raw line when Python must convert it."""
+
+def snapshot_records(
+    chunk: bytes, plan: SnapshotPlan, topic: str, lsn: int, source: tuple[bytes, bytes],
+    first_seq: int,
+) -> tuple[list[Record | None], list[tuple[int, bytes]]]:
+    """``(records, fallbacks)``: None in ``records`` where ``(index, line)`` is Python's."""
+
+@final
+class SnapshotBatch:
+    """A chunk's rows converted, grouped and encoded natively (made by ``snapshot_batch``;
+    it has no constructor)."""
+
+    def __len__(self) -> int: ...
+    def extend(
+        self, chunk: bytes, plan: SnapshotPlan, source: tuple[bytes, bytes], first_seq: int
+    ) -> list[tuple[int, bytes]]: ...
+    def fill(self, index: int, key: bytes, value: bytes) -> None: ...
+    def group(self, count: int) -> list[tuple[int, int, int]]:
+        """``(partition, rows, last seq)`` per partition, in order of first appearance."""
+
+    def encode(
+        self, group: int, first_offset: int, now_ms: int, size: int, last_indexed: int,
+        index_interval: int,
+    ) -> tuple[bytes, list[tuple[int, int]], int]: ...
+
+def snapshot_batch(
+    chunk: bytes, plan: SnapshotPlan, lsn: int, source: tuple[bytes, bytes], first_seq: int
+) -> tuple[SnapshotBatch, list[tuple[int, bytes]]]: ...
+def after_lines(data: bytes, count: int) -> int: ...
+
+@final
+class CopyDrain:
+    """A COPY OUT's rows drained from libpq: ``conn`` is the ``PGconn *``,
+    ``get_copy_data`` and ``free_mem`` the addresses of ``PQgetCopyData`` and
+    ``PQfreemem`` in the libpq that made it."""
+
+    def __init__(self, conn: int, get_copy_data: int, free_mem: int) -> None: ...
+    def drain(self, chunk_bytes: int) -> tuple[int, bytes | None]:
+        """``(state, chunk)``: state 1 call again, 0 wait for the socket and consume input
+        first, -1 the COPY ended, -2 libpq failed."""
+
+# streaming replication (dml.rs, spool.rs, batch.rs)
+
+def dml_event(payload: bytes, plan: SnapshotPlan) -> tuple[bytes, bytes, bool] | None:
+    """``(key, body, tombstone)``, None: Python converts it."""
+
+def dml_record(
+    payload: bytes, plan: SnapshotPlan, topic: str, lsn: int, head: bytes, commit_lsn: int,
+    commit_lsn_text: bytes, tail: bytes, seq: int,
+) -> Record | None: ...
+def spool_frame(
+    payload: bytes, plan: SnapshotPlan, topic: bytes, source_names: bytes, lsn: int
+) -> bytes | None: ...
+def spool_records(
+    chunk: bytes, start: int, limit: int, max_bytes: int, aborted: Set[int], db: bytes,
+    commit_lsn: int, commit_lsn_text: bytes, tail: bytes, first_seq: int,
+) -> tuple[list[Record], int, int, int]:
+    """``(records, end, next_seq, value_bytes)``."""
+
+def feed_batch(
+    raw: list[memoryview] | list[bytes], start: int,
+    tables: dict[int, tuple[SnapshotPlan, str, bytes, bytes, bytes]],
+    open: tuple[int, bytes, bytes, int] | None, stream: bool, begins: bool,
+    ready: list[Record],
+) -> tuple[int, bytes | None, tuple[int, int, int, int] | None, tuple[int, int, int] | None,
+           int, int]:
+    """``(index, frames, commit, begin, seq, lsn)``; ``tables``: OID → ``(plan, topic,
+    head, topic UTF-8, source names)``; ``open``: ``(commit_lsn, commit_lsn_text, tail,
+    seq)`` of the transaction open before."""
+
+# sinks (redis_args.rs, opensearch.rs)
+
+def redis_calls(
+    events: list[SinkEvent],
+    tables: dict[tuple[str, str, str], tuple[list[tuple[str, str]], str, str] | None],
+    version_prefix: str, max_value_bytes: int, chunk_rows: int, chunk_bytes: int,
+) -> tuple[tuple[list[str], list[tuple[int, int, bytes, int, bytes]]] | None,
+           tuple[str, str, str] | None]:
+    """``((markers, calls), None)``, ``(None, missing table)`` or ``(None, None)``;
+    ``tables``: ``(topic, schema, table)`` → ``(pieces, tail, marker)`` or None."""
+
+def sink_event_checks(messages: list[Message]) -> tuple[list[int], list[int]] | None:
+    """``(versions, doubtful indexes)``, None: Python checks them all."""
+
+def opensearch_actions(
+    events: list[SinkEvent], tables: dict[tuple[str, str, str], str | None],
+    max_id_bytes: int,
+) -> tuple[tuple[list[bytes], list[str], list[int], list[tuple[str, str, str]],
+                 list[dict[str, int]]] | None,
+           tuple[str, str, str] | None]:
+    """``((payloads, kinds, table_of, tables, fields), None)``, ``(None, missing table)``
+    or ``(None, None)``; ``tables``: ``(topic, schema, table)`` → alias or None."""
