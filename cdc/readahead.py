@@ -8,12 +8,15 @@ place in the order. ``close()`` stops the thread and closes the source (in that 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Iterator
 from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 _END = object()  # the source is exhausted
 
@@ -75,7 +78,10 @@ class ReadAhead(Generic[T]):
         finally:
             close = getattr(source, "close", None)
             if close is not None:
-                close()
+                try:
+                    close()
+                except Exception as exc:  # stopped early: nobody waits for its end
+                    log.debug("closing %s after a stop failed: %r", self._thread.name, exc)
 
     def _put(self, item: object) -> bool:
         """Queue ``item`` once there is room; False if stopped first."""

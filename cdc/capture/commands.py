@@ -11,15 +11,13 @@ from types import FrameType
 import click
 import psycopg
 
-from cdc.config import PipelineConfig
 from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_exit
-from cdc.config.conninfo import dsn_secrets
-from cdc.config.secrets import Redactor
 from cdc.errors import ConfigError, DistributaryError
 from cdc.log.open import open_log
 from cdc.logsetup import configure_logging, protect_secrets
 
 from .runner import Capture, CaptureSettings
+from .source.checks import without_secrets
 
 
 def stop_on_signals() -> threading.Event:
@@ -82,13 +80,6 @@ def capture(config_path: Path, recreate_lost_slot: bool) -> None:
         event_log.close()
 
 
-def _without_secrets(text: str, config: PipelineConfig) -> str:
-    """``text`` (first lines of a libpq error) with the source's secrets scrubbed."""
-    redactor = Redactor(dsn_secrets(config.source.conninfo()))
-    text = redactor.scrub(" ".join(text.strip().splitlines()[:3]))
-    return "(details withheld: they contain a secret)" if redactor.leaks(text) else text
-
-
 @click.command()
 @config_option
 def doctor(config_path: Path) -> None:
@@ -100,7 +91,7 @@ def doctor(config_path: Path) -> None:
         findings = diagnose(config)
     except psycopg.Error as exc:  # e.g. unreachable, TLS verification, authentication
         raise click.ClickException(f"cannot check the database: "
-                                   f"{_without_secrets(str(exc), config)}") from None
+                                   f"{without_secrets(str(exc), config.source)}") from None
     except Exception as exc:  # a connection failure is the finding here
         raise click.ClickException(f"cannot check the database: {type(exc).__name__}") from None
     for finding in findings:

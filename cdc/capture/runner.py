@@ -36,7 +36,7 @@ from .schema.topics import check_published_topics, published_tables
 from .snapshot.incremental import IncrementalSnapshots
 from .snapshot.incremental_log import read_records
 from .source import session
-from .source.checks import refuse_sql_ascii, source_address
+from .source.checks import refuse_sql_ascii, source_address, without_secrets
 from .source.ddl_race import raced_ddl
 from .source.messages import incremental_refusal, require_outbox_messages
 from .source.publication import sync_publication
@@ -173,7 +173,7 @@ class Capture:
         session that streamed over 30 s counts from one again)."""
         failures = 1 if time.monotonic() - started > 30 else failures + 1
         delay = self._reconnect_backoff.delay(failures)
-        self.stats.last_failure = " ".join(str(exc).split())[:300]  # for /healthz
+        self.stats.last_failure = without_secrets(str(exc), self.config.source)[:300]
         if self.stats.sessions == 0:  # never streamed: say where it tried to go
             log.warning("cannot start: PostgreSQL at %s (source.dsn) failed: %s; "
                         "retrying in %.1f s", source_address(self.config.source.dsn),

@@ -89,12 +89,12 @@ class CopyOut:
         try:
             last = yield from (self._drained(drain, chunk_bytes) if drain is not None
                                else self._taken(chunk_bytes))
+            self._expect(pq.ExecStatus.COMMAND_OK, "COPY TO STDOUT did not complete")
+            if last:
+                yield last
         except GeneratorExit:
-            self._abandoned = True  # the rest of the COPY is not read
+            self._abandoned = True  # the rest of the COPY (or its end) is not read
             raise
-        self._expect(pq.ExecStatus.COMMAND_OK, "COPY TO STDOUT did not complete")
-        if last:
-            yield last
 
     def _drained(self, drain: CopyDrain,
                  chunk_bytes: int) -> Generator[bytes, None, bytes | None]:

@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 PROGRESS_LOG_EVERY_S = 10.0
 DEFAULT_CHUNK_ROWS = 5000
+# the size guard's EXPLAIN waits this long at most for the table's lock
+ESTIMATE_LOCK_TIMEOUT = b"SET lock_timeout = '2s'"
 RACE_RETRY_S = 0.2  # a chunk whose read raced DDL is read again after this …
 RACE_RETRIES = 150  # … up to this many times in a row (30 s), then the snapshot fails
 
@@ -160,9 +162,14 @@ class IncrementalSnapshots:
                                 signature_of(relation))
 
     def _relation_now(self, conn: psycopg.Connection[Any], identity: str) -> Relation | None:
-        row = conn.execute("SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n"
-                           " ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
-                           (identity,)).fetchone()
+        """The relation pgoutput would send for ``identity`` now; None when it is gone,
+        not published, or in a schema this role may not look into (not captured)."""
+        try:
+            row = conn.execute("SELECT n.nspname, c.relname FROM pg_class c JOIN "
+                               "pg_namespace n ON n.oid = c.relnamespace "
+                               "WHERE c.oid = to_regclass(%s)", (identity,)).fetchone()
+        except psycopg.errors.InsufficientPrivilege:
+            return None
         if row is None:
             return None
         try:
@@ -191,24 +198,37 @@ class IncrementalSnapshots:
         limit = policy.confirm_above_rows
         if limit is not None:
             estimate = self._estimated_rows(schema, name)
-            if estimate > limit:
-                log.warning("%s: a schema change %s; the table holds about %d rows, above "
-                            "source.schema_changes.confirm_above_rows (%d): run `cdc snapshot "
-                            "-c <pipeline.yaml> --table %s` to read it again (until then rows "
-                            "not written since keep their old values downstream)", table,
-                            reason, estimate, limit, table, extra={"lsn": format_lsn(lsn)})
+            if estimate is None or estimate > limit:  # unknown: the guard holds
+                size = "an unknown number of" if estimate is None else f"about {estimate}"
+                log.warning("%s: a schema change %s; the table holds %s rows, not known to "
+                            "be within source.schema_changes.confirm_above_rows (%d): run "
+                            "`cdc snapshot -c <pipeline.yaml> --table %s` to read it again "
+                            "(until then rows not written since keep their old values "
+                            "downstream)", table, reason, size, limit, table,
+                            extra={"lsn": format_lsn(lsn)})
                 return
+        if not self.request(table, None, DEFAULT_CHUNK_ROWS, lsn):
+            return  # a replay: the re-read it asks for is under way or done
         log.info("%s: a schema change %s: reading the table again", table, reason,
                  extra={"lsn": format_lsn(lsn)})
-        self.request(table, None, DEFAULT_CHUNK_ROWS, lsn)
         if signature is not None:
             self._rereads[table] = signature
 
-    def _estimated_rows(self, schema: str, table: str) -> int:
+    def _estimated_rows(self, schema: str, table: str) -> int | None:
+        """The planner's estimate (0: dropped since); None when it cannot be had soon:
+        the table is locked (EXPLAIN waits for a share lock, here at most
+        ``ESTIMATE_LOCK_TIMEOUT``, never behind a long migration) or not readable."""
         with session.connect(self.dsn) as conn:
-            rows = outlast_ddl(lambda: planned_rows(conn, schema, table),
-                               what=f"estimating the rows of {schema}.{table}")
-        return rows or 0  # dropped since: nothing to read again
+            conn.execute(ESTIMATE_LOCK_TIMEOUT)
+            try:
+                rows = outlast_ddl(lambda: planned_rows(conn, schema, table),
+                                   what=f"estimating the rows of {schema}.{table}")
+            except (psycopg.errors.LockNotAvailable,
+                    psycopg.errors.InsufficientPrivilege) as exc:
+                log.warning("%s.%s: cannot estimate its rows (%s)", schema, table,
+                            (exc.diag.message_primary or type(exc).__name__).strip())
+                return None
+        return rows or 0
 
     def request_all(self) -> None:
         """Snapshot every published table again (snapshot mode ``always``)."""
@@ -285,17 +305,20 @@ class IncrementalSnapshots:
             self._watermark(action, str(content.get("token")), message.lsn)
 
     # -- requests -----------------------------------------------------------------------
-    def request(self, table: str, where: str | None, chunk_size: int, lsn: int) -> None:
-        """Start (or restart) a snapshot of ``table``; a replayed request is ignored."""
+    def request(self, table: str, where: str | None, chunk_size: int, lsn: int) -> bool:
+        """Start (or restart) a snapshot of ``table``; a replayed request is ignored
+        (False)."""
         known = self.states.get(table)
         if known is not None and parse_lsn(known.request_lsn) >= lsn > 0:
-            return
+            return False
+        self._rereads.pop(table, None)  # whatever it read again for, it starts over
         state = TableSnapshot(table, "requested", format_lsn(lsn), max(1, chunk_size), where)
         if self._chunk is not None and self._chunk.state.table == table:
             self._chunk = None
         self._record(state)
         log.info("incremental snapshot of %s requested (chunks of %d rows)", table,
                  state.chunk_size, extra={"lsn": state.request_lsn})
+        return True
 
     def cancel(self, table: str, lsn: int) -> None:
         """Stop ``table``'s snapshot if one requested before ``lsn`` is active."""
@@ -315,6 +338,7 @@ class IncrementalSnapshots:
         else:
             self.states.pop(state.table, None)
             self._trackers.pop(self._topic(state.table), None)
+            self._rereads.pop(state.table, None)
 
     def _track(self, table: str) -> None:
         self._trackers.setdefault(self._topic(table), KeyTracker())

@@ -17,6 +17,9 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from cdc.config.conninfo import dsn_secrets
+from cdc.config.secrets import Redactor
+from cdc.config.source import SourceConfig
 from cdc.errors import ConfigError, ConfigProblem
 
 
@@ -41,3 +44,11 @@ def source_address(dsn: str) -> str:
         return "the configured server"
     host = parts.get("host") or parts.get("hostaddr") or "localhost"
     return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+
+
+def without_secrets(text: str, source: SourceConfig) -> str:
+    """``text`` (the first lines of a libpq error) with the source's secrets scrubbed, for
+    messages shown outside the log (``/healthz``, the command's error line)."""
+    redactor = Redactor(dsn_secrets(source.conninfo()))
+    text = redactor.scrub(" ".join(text.strip().splitlines()[:3]))
+    return "(details withheld: they contain a secret)" if redactor.leaks(text) else text

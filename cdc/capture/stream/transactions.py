@@ -87,7 +87,7 @@ class TableAltered(NamedTuple):
     have changed; the loop compares its columns in the catalog with the log's."""
 
     identity: str  # as PostgreSQL quotes it
-    lsn: int  # where the DDL message came
+    lsn: int  # the commit LSN of its transaction
 
 
 @dataclass(slots=True)
@@ -309,8 +309,10 @@ class TransactionAssembler:
             self._emit([event], message.xid)  # spooled with its streamed transaction
             if message.prefix == DDL_PREFIX:  # DROP TABLE: readers drop the rows too
                 self._emit(self._dropped(message.content, wal_lsn), message.xid)
-                self.altered += (TableAltered(identity, wal_lsn)
-                                 for identity in altered_tables(message.content))
+                if self._open is not None:  # committed: the catalog shows the change
+                    at = self._open.commit.commit_lsn
+                    self.altered += (TableAltered(identity, at)
+                                     for identity in altered_tables(message.content))
         else:
             at = message_commit_lsn(message.lsn)  # before a transaction committed after it
             commit = CommitInfo(self._db_json, at, 0, "")
