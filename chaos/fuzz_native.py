@@ -15,7 +15,8 @@ its input (``FUZZ_TARGET=copy`` keeps to one target):
 A failure is a panic crossing into Python, an error without its place, or an output (or
 error type) different from the reference's: an ``AssertionError`` libFuzzer reports with
 the input. Without atheris the same targets run under hypothesis for the same time.
-Without the native module there is nothing to fuzz: it says so and exits 0.
+The references the targets hold the native core to are the product's Python paths and
+``tests/reference`` (run it from the repository's root).
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from cdc.native import import_core
+from cdc.native import CORE
 
 from .fuzz_fallback import fuzz, hypothesis_rounds
 
+# the targets' modules are imported by ``targets()``, under atheris' instrumentation
 Target = Callable[[Any, bytes], None]
+"""A fuzz target: the native core to call (``CORE``, or a stand-in), and its input."""
 
 
 @cache
@@ -61,15 +64,11 @@ def target_of(data: bytes) -> tuple[str, bytes]:
 
 def one_input(data: bytes) -> None:
     """Run the target ``data`` is for (libFuzzer's entry point)."""
-    core = import_core()
-    if core is None:
-        raise SystemExit("the native core (distributary_native) is not installed: "
-                         "'make setup' builds it")
     name, rest = target_of(data)
     from .fuzz_native_changes import remove_spools
 
     try:
-        targets()[name](core, rest)
+        targets()[name](CORE, rest)
     finally:
         remove_spools()
 
@@ -108,10 +107,6 @@ def fuzz_with_hypothesis(seconds: float) -> int:
 def main(argv: list[str]) -> int:
     """atheris when installed; otherwise hypothesis for ``-max_total_time`` seconds."""
     logging.disable(logging.WARNING)  # the reference's warnings for odd values
-    if import_core() is None:
-        print("fuzz_native: the native core is not installed ('make setup' builds it): "
-              "nothing to fuzz", file=sys.stderr)
-        return 0
     return fuzz("fuzz_native", argv, fuzz_with_atheris, fuzz_with_hypothesis)
 
 

@@ -52,10 +52,9 @@ from cdc.capture.stream.spool import StreamSpool
 from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.errors import DecodeError
 from cdc.log import Position, Record
-from cdc.native import DmlCore
 
 from .fuzz_input import Choices
-from .fuzz_native_checks import NativeFault, check_decode_error, native_call
+from .fuzz_native_checks import Core, NativeFault, calling, check_decode_error, native_call
 
 # two tables of every native kind: (flags, name, type OID); the second has a
 # composite key, odd names and a type the native core leaves to Python (bytea)
@@ -147,14 +146,14 @@ def remove_spools() -> None:
         _spool_root.cache_clear()
 
 
-def session(core: DmlCore | None, name: str) -> Session:
-    """A fresh session (its spool under a temporary directory); ``core``: with the
+def session(name: str, *, native_path: bool = False) -> Session:
+    """A fresh session (its spool under a temporary directory); ``native_path``: with the
     native path."""
     shapes = ShapeRegistry(cast(psycopg.Connection[Any], _Catalog()), "app")
     assembler = TransactionAssembler(shapes, StreamSpool(_spool_root() / name), DB,
                                      "app.messages", frozenset({"fz"}))
     decoder = PgOutputDecoder(2)
-    native = NativeChanges.of(decoder, assembler, core) if core is not None else None
+    native = NativeChanges(decoder, assembler) if native_path else None
     return Session(decoder, assembler, native)
 
 
@@ -182,16 +181,16 @@ def _reference_events(session: Session, payload: bytes, lsn: int
     return TypeError  # not a row change
 
 
-def fuzz_change(core: DmlCore, data: bytes) -> None:
+def fuzz_change(core: Core, data: bytes) -> None:
     """One row change message through ``dml_event``, ``dml_record`` and ``spool_frame``,
     against the reference."""
     choices = Choices(data)
     oid = choices.pick([16401, 16402])  # the tables the native core converts
     payload = choices.rest() if choices.chance(4) else choices.mutate(row_change(choices, oid))
-    reference = session(None, "change")
+    reference = session("change")
     reference.assembler.feed(reference.decoder.decode(relation(oid)), 0)
     shape = reference.assembler.shapes.get(oid)
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     if native is None:
         return  # a table of a type left to Python: nothing native to check
     if len(payload) >= 5:  # the caller looks the plan up by the OID: it is the table's
@@ -311,7 +310,7 @@ def _outcome(state: Session, error: Exception | None) -> Outcome:
 
 
 def _run_reference(raw: list[bytes]) -> Outcome:
-    state = session(None, "ref")
+    state = session("ref")
     try:
         for item in raw:
             message = parse_copy_message(memoryview(item))
@@ -331,9 +330,10 @@ def _run_reference(raw: list[bytes]) -> Outcome:
 _KEEPS_SHAPES = frozenset({Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop})
 
 
-def _run_fast(core: DmlCore, raw: list[bytes]) -> Outcome:
-    """As ``StreamLoop.convert``: runs through ``feed_batch``, then one by one."""
-    state = session(core, "fast")
+def _run_fast(raw: list[bytes]) -> Outcome:
+    """As ``StreamLoop.convert``: runs through ``feed_batch``, then one by one (calling
+    the native core in ``cdc.capture.stream.native``)."""
+    state = session("fast", native_path=True)
     native = state.native
     assert native is not None
     views = [memoryview(item) for item in raw]
@@ -372,11 +372,12 @@ def _decode(decoder: PgOutputDecoder, payload: bytes) -> Any:
         raise
 
 
-def fuzz_session(core: DmlCore, data: bytes) -> None:
+def fuzz_session(core: Core, data: bytes) -> None:
     """A replication stream through the reference and the fast path: same records, same
     error."""
     raw = _messages(Choices(data))
     expected = _run_reference(raw)
-    actual = _run_fast(core, raw)
+    with calling(core):
+        actual = _run_fast(raw)
     assert actual == expected, f"the fast path differs from the reference for {raw!r}:\n" \
                                f"{actual!r}\nvs\n{expected!r}"

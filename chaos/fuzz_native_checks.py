@@ -1,15 +1,39 @@
 """What every native fuzz target checks of an error: a Rust panic (PyO3's
 ``PanicException``, a ``BaseException``) must never reach Python, and a ``DecodeError``
-must say where (message type, offset inside the payload, reason)."""
+must say where (message type, offset inside the payload, reason). And the native core a
+target is given (``Core``), which the product's native paths call while it runs
+(``calling``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeAlias, TypeVar
 
+from cdc.capture.snapshot import native as snapshot_native
+from cdc.capture.stream import native as stream_native
 from cdc.errors import DecodeError
 
 T = TypeVar("T")
+
+Core: TypeAlias = Any
+"""The native core a fuzz target calls: ``cdc.native.CORE`` (the module
+``distributary_native``), or a stand-in with its functions (a test's counting proxy)."""
+
+
+@contextmanager
+def calling(core: Core) -> Iterator[None]:
+    """While in the block, the product's native snapshot and stream paths
+    (``NativeTable``, ``NativeChanges``) call ``core`` instead of ``cdc.native.CORE``."""
+    namespaces = [vars(snapshot_native), vars(stream_native)]
+    saved = [namespace["CORE"] for namespace in namespaces]
+    for namespace in namespaces:
+        namespace["CORE"] = core
+    try:
+        yield
+    finally:
+        for namespace, before in zip(namespaces, saved, strict=True):
+            namespace["CORE"] = before
 
 
 class NativeFault(AssertionError):

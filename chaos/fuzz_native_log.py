@@ -18,12 +18,12 @@ import zlib
 
 from cdc.capture.events import CommitInfo, PendingEvent, complete
 from cdc.log import Position, Record
-from cdc.log.file.codec import decode_lines_reference, encode_record
-from cdc.log.partitioner import murmur2_reference, partition_for_reference
-from cdc.native import DmlCore, NativeCore
+from cdc.log.file.codec import encode_record
+from tests.reference.log_codec import decode_lines_reference
+from tests.reference.partitioner import murmur2_reference, partition_for_reference
 
 from .fuzz_input import Choices
-from .fuzz_native_checks import NativeFault, native_call
+from .fuzz_native_checks import Core, NativeFault, native_call
 
 _FRAME = struct.Struct(">IIIIIQ?")  # cdc/capture/stream/spool.py
 
@@ -45,7 +45,7 @@ def segment_chunk(choices: Choices) -> bytes:
     return out
 
 
-def fuzz_log(core: NativeCore, data: bytes) -> None:
+def fuzz_log(core: Core, data: bytes) -> None:
     """``decode_lines`` of a segment chunk, against ``decode_lines_reference``."""
     choices = Choices(data)
     start = choices.below(4)
@@ -109,7 +109,7 @@ def _reference_spool(chunk: bytes, aborted: frozenset[int], commit: CommitInfo,
     return records, at
 
 
-def _native_spool(core: DmlCore, chunk: bytes, aborted: frozenset[int], commit: CommitInfo,
+def _native_spool(core: Core, chunk: bytes, aborted: frozenset[int], commit: CommitInfo,
                   first_seq: int, limit: int) -> tuple[list[Record], int]:
     records: list[Record] = []
     at = 0
@@ -127,7 +127,7 @@ def _native_spool(core: DmlCore, chunk: bytes, aborted: frozenset[int], commit: 
         at = end
 
 
-def fuzz_spool(core: DmlCore, data: bytes) -> None:
+def fuzz_spool(core: Core, data: bytes) -> None:
     """``spool_records`` over a chunk of spool frames, against the reference."""
     choices = Choices(data)
     aborted = frozenset(choices.pick([(), (1,), (0, 2)]))

@@ -14,13 +14,12 @@ from cdc.capture.events import CommitInfo, TableShape, complete, read_event
 from cdc.capture.snapshot.copy import copy_row
 from cdc.capture.snapshot.native import NativeTable
 from cdc.log import Position, Record
-from cdc.log.file.codec import encode_batch_reference
-from cdc.log.partitioner import partition_for_reference
-from cdc.native import SnapshotCore
+from tests.reference.log_codec import encode_batch_reference
+from tests.reference.partitioner import partition_for_reference
 
 from .fuzz_input import Choices
 from .fuzz_native_changes import TABLES, relation, session
-from .fuzz_native_checks import NativeFault, native_call
+from .fuzz_native_checks import Core, NativeFault, calling, native_call
 
 LSN = (5 << 32) + 0x1234
 COMMIT = CommitInfo(b'"app"', LSN, 0, "2024-02-29T10:11:12Z", snapshot=True)
@@ -50,7 +49,7 @@ def chunk_of(choices: Choices, types: list[int]) -> bytes:
 
 
 def _shape(oid: int) -> TableShape:
-    state = session(None, "rows")
+    state = session("rows")
     state.assembler.feed(state.decoder.decode(relation(oid)), 0)
     shape = state.assembler.shapes.get(oid)
     state.assembler.spool.close()
@@ -108,23 +107,24 @@ def _native_lines(table: NativeTable, chunk: bytes, first_seq: int, partitions: 
             for part in rows.parts(partitions)]
 
 
-def fuzz_copy(core: SnapshotCore, data: bytes) -> None:
+def fuzz_copy(core: Core, data: bytes) -> None:
     """A COPY chunk through every native snapshot entry point, against the reference."""
     choices = Choices(data)
     oid = choices.pick([16401, 16402])
     partitions = choices.pick([1, 3, 7])
     shape = _shape(oid)
-    table = NativeTable.of(shape, core)
+    table = NativeTable.of(shape)
     assert table is not None, f"the native core refuses the plan of {shape!r}"
     chunk = chunk_of(choices, [type_oid for _, _, type_oid in TABLES[oid]])
-    checks = [
-        ("snapshot_rows", _outcome(_reference_bodies, shape, chunk),
-         _outcome(table.bodies, chunk, LSN)),
-        ("snapshot_records", _outcome(_reference_records, shape, chunk, 3),
-         _outcome(table.records, chunk, COMMIT, 3)),
-        ("snapshot_batch", _outcome(_reference_lines, shape, chunk, 3, partitions),
-         _outcome(_native_lines, table, chunk, 3, partitions)),
-    ]
+    with calling(core):
+        checks = [
+            ("snapshot_rows", _outcome(_reference_bodies, shape, chunk),
+             _outcome(table.bodies, chunk, LSN)),
+            ("snapshot_records", _outcome(_reference_records, shape, chunk, 3),
+             _outcome(table.records, chunk, COMMIT, 3)),
+            ("snapshot_batch", _outcome(_reference_lines, shape, chunk, 3, partitions),
+             _outcome(_native_lines, table, chunk, 3, partitions)),
+        ]
     for name, expected, actual in checks:
         assert actual == expected, f"{name} differs from the reference for {chunk!r}:\n" \
                                    f"{actual!r}\nvs\n{expected!r}"

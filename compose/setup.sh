@@ -25,15 +25,26 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version)"
   $PYTHON -m venv .venv
 fi
+# the package's build compiles its native core (native/, with maturin): Rust first
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+bash compose/setup_native.sh toolchain
 stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing the package and its extras into .venv"
+  echo "setup: installing the package (and building its native core) with its extras into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[all,dev]'
-  touch "$stamp"
+  # a checkout set up before the core was part of the package has it as a distribution of
+  # its own, which would own (and could remove) the module's files
+  .venv/bin/pip uninstall -q -y distributary-native >/dev/null 2>&1 || true
+  if ! .venv/bin/pip install -q -e '.[all,dev]'; then
+    echo "setup: installing the package failed (output above); its native core needs cargo" \
+         "and rustc >= 1.74, a C linker and the crates pinned in native/Cargo.lock" >&2
+    exit 1
+  fi
+  touch "$stamp" .venv/.native-built
 fi
-
-bash compose/setup_native.sh
+bash compose/setup_native.sh rebuild  # when native/ changed since
 
 .venv/bin/python -m compose.launcher.fetch_jars
 echo "setup: ok"

@@ -1,61 +1,15 @@
 """Key → partition, with the function Kafka's default Java partitioner uses (murmur2),
 so a key lands in the same partition number on the file and the Kafka backends.
 
-``murmur2`` and ``partition_for`` run in the native core (``cdc.native``) when it is
-installed; the ``*_reference`` functions here define them.
+Both run in the native core (``cdc.native``); ``tests/reference/partitioner.py`` is their
+readable definition.
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
-from functools import lru_cache
-
 from ..native import CORE
 
-_SEED = 0x9747B28C
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2_reference(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
-    length = len(data)
-    h = (_SEED ^ length) & _MASK
-    whole = length - (length & 3)
-    for k in _words(length >> 2).unpack_from(data):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    rest = length & 3
-    if rest == 3:
-        h ^= data[whole + 2] << 16
-    if rest >= 2:
-        h ^= data[whole + 1] << 8
-    if rest >= 1:
-        h ^= data[whole]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_reference(key: bytes, partitions: int) -> int:
-    """``toPositive(murmur2(key)) % partitions``, as Kafka's ``BuiltInPartitioner``."""
-    return (murmur2_reference(key) & 0x7FFFFFFF) % partitions
-
-
-murmur2: Callable[[bytes], int] = murmur2_reference
+murmur2 = CORE.murmur2
 """Kafka's ``Utils.murmur2``: a signed 32-bit hash of ``data``."""
-partition_for: Callable[[bytes, int], int] = partition_for_reference
+partition_for = CORE.partition_for
 """``toPositive(murmur2(key)) % partitions``, as Kafka's ``BuiltInPartitioner``."""
-if CORE is not None:
-    murmur2 = CORE.murmur2
-    partition_for = CORE.partition_for
-
-
-@lru_cache(maxsize=256)
-def _words(count: int) -> struct.Struct:
-    return struct.Struct(f"<{count}I")

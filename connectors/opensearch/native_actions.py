@@ -17,9 +17,9 @@ test_opensearch_native_actions.py`` holds both to the same bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, TypeAlias, cast
+from typing import Any, NamedTuple, TypeAlias
 
-from cdc import native
+from cdc.native import CORE
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
@@ -27,14 +27,14 @@ TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
 Rendered: TypeAlias = tuple[list[bytes], list[str], list[int], list[TableId],
                             list[dict[str, int]]]
 
-KIND_STR = 1
-KIND_INT = 2  # within a long
-KIND_BIG_INT = 4  # past a long
-KIND_FLOAT = 8
-KIND_BOOL = 16
-KIND_OBJECT = 32
-KIND_ARRAY = 64
-KIND_NULL = 128
+KIND_STR = CORE.FIELD_KINDS["str"]
+KIND_INT = CORE.FIELD_KINDS["int"]  # within a long
+KIND_BIG_INT = CORE.FIELD_KINDS["big_int"]  # past a long
+KIND_FLOAT = CORE.FIELD_KINDS["float"]
+KIND_BOOL = CORE.FIELD_KINDS["bool"]
+KIND_OBJECT = CORE.FIELD_KINDS["object"]
+KIND_ARRAY = CORE.FIELD_KINDS["array"]
+KIND_NULL = CORE.FIELD_KINDS["null"]
 KIND_TYPES: tuple[tuple[int, type], ...] = (
     (KIND_STR, str), (KIND_INT, int), (KIND_BIG_INT, int), (KIND_FLOAT, float),
     (KIND_BOOL, bool), (KIND_OBJECT, dict), (KIND_ARRAY, list))
@@ -55,19 +55,6 @@ def kind_of(value: Any) -> int:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
-class OpenSearchActionsCore(Protocol):
-    """``distributary_native.opensearch_actions`` (see ``native/src/python/opensearch.rs``)."""
-
-    def opensearch_actions(self, events: list[SinkEvent], tables: dict[TableId, str | None],
-                           max_id_bytes: int) -> tuple[Rendered | None, TableId | None]: ...
-
-
-def opensearch_core() -> OpenSearchActionsCore | None:
-    """The native renderer when the switch allows and the module is installed."""
-    core = native.CORE if native.enabled() else None
-    return None if core is None else cast(OpenSearchActionsCore, core)
-
-
 class NativeBatch(NamedTuple):
     """A plain batch's actions: per event its payload, kind (``index``/``delete``) and
     table (a number into ``tables``); per table its names and its fields' kinds."""
@@ -82,9 +69,8 @@ class NativeBatch(NamedTuple):
 class NativeActions:
     """Plain batches through the native renderer, with the aliases of the tables it met."""
 
-    def __init__(self, core: OpenSearchActionsCore, viewed: set[tuple[str, str]],
-                 topic_prefix: str, max_id_bytes: int) -> None:
-        self._core = core
+    def __init__(self, viewed: set[tuple[str, str]], topic_prefix: str,
+                 max_id_bytes: int) -> None:
         self._viewed = viewed
         self._prefix = topic_prefix
         self._max_id_bytes = max_id_bytes
@@ -96,8 +82,8 @@ class NativeActions:
         gives the alias a table's rows are written through."""
         batch = events if isinstance(events, list) else list(events)
         for _ in range(len(batch) + 1):  # each round adds a table: ends by then
-            rendered, missing = self._core.opensearch_actions(batch, self._aliases,
-                                                              self._max_id_bytes)
+            rendered, missing = CORE.opensearch_actions(batch, self._aliases,
+                                                        self._max_id_bytes)
             if missing is None:
                 if rendered is None:
                     return None

@@ -56,7 +56,7 @@ from .errors import translate, unavailable
 from .indices import IndexCatalog, IndexState
 from .mapping import ColumnType, new_fields
 from .names import index_name
-from .native_actions import KIND_NULL, NativeActions, NativeBatch, opensearch_core, vouched
+from .native_actions import KIND_NULL, NativeActions, NativeBatch, vouched
 from .unindexed import UnindexedValues, always_fitting
 
 MAX_ID_BYTES = 512
@@ -88,9 +88,8 @@ class OpenSearchSink:
         self._client: OpenSearch | None = None
         self._catalog: IndexCatalog | None = None
         self._unindexed = UnindexedValues()
-        core = opensearch_core() if native else None
-        self._native = None if core is None else NativeActions(
-            core, {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES)
+        self._native = NativeActions(
+            {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES) if native else None
 
     def open(self) -> None:
         """Connect and check the cluster answers."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import psycopg
@@ -151,12 +151,7 @@ class TableSource:
         before, after_lsn = int(before_text or 0), int(after_text or 0)
         if not data:
             return SourceRead([], before, after_lsn)
-        items = native.core.snapshot_rows(data, native.plan)
-        if bytes in set(map(type, items)):  # a row the native core hands back: its way
-            bodies = native.bodies(data, 0)
-        else:
-            bodies = cast(list[tuple[bytes, bytes]], items)
-        rows = copy_rows(data, bodies, self._key_names, self._key_at)
+        rows = copy_rows(data, native.bodies(data, 0), self._key_names, self._key_at)
         return SourceRead(rows, before, after_lsn)
 
     def current_lsn(self) -> int:

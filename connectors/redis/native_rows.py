@@ -12,9 +12,9 @@ are tested against (``tests/unit/connectors/test_redis_native_rows.py``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias, cast
+from typing import TypeAlias
 
-from cdc import native
+from cdc.native import CORE
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
@@ -26,28 +26,13 @@ TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
 Rendered: TypeAlias = tuple[list[str], list[PackedCall]]  # markers, calls
 
 
-class RedisRowsCore(Protocol):
-    """``distributary_native.redis_calls`` (see ``native/src/python/redis_args.rs``)."""
-
-    def redis_calls(self, events: list[SinkEvent], tables: dict[TableId, KeyParts | None],
-                   version_prefix: str, max_value_bytes: int, chunk_rows: int,
-                   chunk_bytes: int) -> tuple[Rendered | None, TableId | None]: ...
-
-
-def redis_core() -> RedisRowsCore | None:
-    """The native renderer when the switch allows and the module is installed."""
-    core = native.CORE if native.enabled() else None
-    return None if core is None else cast(RedisRowsCore, core)
-
-
 class NativeRows:
     """Plain batches through the native renderer, with the tables' key parts it needs."""
 
-    def __init__(self, core: RedisRowsCore, keys: KeyTemplates, viewed: set[tuple[str, str]],
-                 topic_prefix: str, max_value_bytes: int, *, chunk_rows: int = CHUNK_ROWS,
+    def __init__(self, keys: KeyTemplates, viewed: set[tuple[str, str]], topic_prefix: str,
+                 max_value_bytes: int, *, chunk_rows: int = CHUNK_ROWS,
                  chunk_bytes: int = CHUNK_BYTES) -> None:
         """``chunk_rows``, ``chunk_bytes``: where calls are cut, as ``ScriptBatch``'s."""
-        self._core = core
         self._keys = keys
         self._viewed = viewed
         self._prefix = topic_prefix
@@ -61,7 +46,7 @@ class NativeRows:
         """The rows of ``events``, or ``None``: Python decides."""
         batch = events if isinstance(events, list) else list(events)
         for _ in range(len(batch) + 1):  # each round adds a table: ends by then
-            rendered, missing = self._core.redis_calls(
+            rendered, missing = CORE.redis_calls(
                 batch, self._tables, VERSION_PREFIX, self._max_bytes, self._chunk_rows,
                 self._chunk_bytes)
             if missing is None:

@@ -29,7 +29,7 @@ from .batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, RowBatch, ScriptBatch
 from .cluster_batch import ClusterRows
 from .config import RedisSinkConfig
 from .keys import KeyTemplates, TableKeys
-from .native_rows import NativeRows, redis_core
+from .native_rows import NativeRows
 
 
 class PlainRows:
@@ -51,10 +51,9 @@ class PlainRows:
         self._prefix = topic_prefix
         self._max_bytes = config.max_value_bytes
         self._tables: dict[tuple[str, str, str], TableKeys | None] = {}
-        core = redis_core() if native else None
-        self._native = None if core is None else NativeRows(
-            core, keys, self._viewed, topic_prefix, self._max_bytes, chunk_rows=chunk_rows,
-            chunk_bytes=chunk_bytes)
+        self._native = NativeRows(
+            keys, self._viewed, topic_prefix, self._max_bytes, chunk_rows=chunk_rows,
+            chunk_bytes=chunk_bytes) if native else None
 
     def rows(self, events: Sequence[SinkEvent], ttls: tuple[int, int, int]
              ) -> RowBatch | PackedBatch | None:

@@ -1,25 +1,23 @@
 """From log messages to sink events: decoding, coalescing per key, commit offsets.
 
-With the native core, a polled batch is checked in one call (``sink_event_checks``:
-each message's version, and whether its value is certainly a JSON object orjson
-decodes) and its events are made undecoded (``SinkEvent.undecoded``): the first reader
-of ``SinkEvent.event`` decodes one, and a sink that works from the raw values (Redis's
-native rows) never does. Values the check is unsure of are decoded here, as without the
-native core (``decode_event``, the reference), and go to the dead-letter topic when they
-are not JSON objects. ``coalesce`` decodes only events whose key comes again in the
-batch.
+A polled batch is checked in one native call (``sink_event_checks``: each message's
+version, and whether its value is certainly a JSON object orjson decodes) and its events
+are made undecoded (``SinkEvent.undecoded``): the first reader of ``SinkEvent.event``
+decodes one, and a sink that works from the raw values (Redis's native rows) never does.
+Values the check is unsure of are decoded here (``decode_event``) and go to the
+dead-letter topic when they are not JSON objects. ``coalesce`` decodes only events whose
+key comes again in the batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, cast
 
 import orjson
 
-from cdc import native as native_core
 from cdc.log import Message, TopicPartition
+from cdc.native import CORE
 from cdc.plugins.contract import Undecoded
 from connectors.contract import SinkEvent, version_of
 from derived import fill_unchanged
@@ -110,28 +108,12 @@ class DecodedBatch:
     undecodable: list[tuple[Message, str]] = field(default_factory=list)
 
 
-class EventChecksCore(Protocol):
-    """``distributary_native.sink_event_checks`` (``native/src/python/redis_args.rs``)."""
-
-    def sink_event_checks(self, messages: list[Message]
-                          ) -> tuple[list[int], list[int]] | None: ...
-
-
-def checks_core() -> EventChecksCore | None:
-    """The native checks when the switch allows and the module is installed."""
-    core = native_core.CORE if native_core.enabled() else None
-    return None if core is None else cast(EventChecksCore, core)
-
-
-CHECKS = checks_core()
-
-
 def decode_batch(messages: Sequence[Message], *, native: bool = True) -> DecodedBatch:
     """Decode every message (left undecoded where the native checks vouch for it;
     ``native=False``: the Python reference only), then coalesce per key."""
     batch = DecodedBatch()
     listed = messages if isinstance(messages, list) else list(messages)
-    checked = CHECKS.sink_event_checks(listed) if native and CHECKS is not None else None
+    checked = CORE.sink_event_checks(listed) if native else None
     if checked is None:
         decoded: list[SinkEvent] = []
         for message in listed:

@@ -1,20 +1,23 @@
-//! Distributary's native core (`distributary_native` in Python).
+//! Distributary's native core (`distributary_native` in Python), in layers whose
+//! dependencies point one way (`tests/unit/architecture/test_native_layers.py` holds them):
 //!
-//! This first slice holds the log's record codec (`record`) and Kafka's murmur2
-//! (`murmur2`) as plain Rust, tested with `cargo test`, and their Python bindings
-//! (`python`, feature `python`). Every binding takes a whole batch (a partition's
-//! records to append, a chunk of a segment to read) so Python pays one call per batch.
-//! The Python implementations in `cdc/` stay the reference; the differential tests in
-//! `tests/unit/log/` hold both to the same bytes and the same errors.
+//! - `record` (the log's record codec) and `murmur2` (Kafka's partitioner): plain Rust on
+//!   bytes, depending on nothing;
+//! - `convert`: values into JSON exactly as the Python capture writes them (orjson's
+//!   layout, the type codecs, a table's `Plan`), depending on nothing;
+//! - `snapshot` (COPY text rows into events and encoded log lines), `pgoutput` (a streamed
+//!   row change into its event) and `spool` (streamed transactions' frames): the capture,
+//!   on `convert`, `record`, `murmur2`;
+//! - `redis_args` and `opensearch`: the sinks' renderers, on `convert`;
+//! - `python` (feature `python`): the PyO3 bindings over all of them, each taking a whole
+//!   batch so Python pays one call per batch.
 //!
-//! `snapshot` turns a chunk of the initial snapshot's `COPY … TO STDOUT` text rows into
-//! their events (`tests/unit/capture/test_native_snapshot.py` holds it to
-//! `cdc.capture.events.read_event`).
-//!
-//! `pgoutput` turns one streamed Insert, Update or Delete message into its event
-//! (`tests/unit/capture/test_native_dml.py` holds it to the decoder and `events.py`).
+//! The readable definitions of what they compute are the Python reference in
+//! `tests/reference/` and the capture's decoder and codecs; the differential tests in
+//! `tests/unit/` hold both to the same bytes and the same errors.
 #![deny(unsafe_code)]
 
+pub mod convert;
 pub mod murmur2;
 pub mod opensearch;
 pub mod pgoutput;

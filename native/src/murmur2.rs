@@ -1,4 +1,5 @@
-//! Kafka's `Utils.murmur2` and its default partitioner, as `cdc/log/partitioner.py`.
+//! Kafka's `Utils.murmur2` and its default partitioner, as `tests/reference/partitioner.py`
+//! defines them.
 
 const SEED: u32 = 0x9747_B28C;
 const M: u32 = 0x5BD1_E995;

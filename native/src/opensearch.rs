@@ -8,9 +8,10 @@
 //! `tests/unit/connectors/test_opensearch_native_actions.py` holds these bytes and kinds
 //! to the Python path's.
 
-use crate::snapshot::json::push_string;
+use crate::convert::json::push_string;
 
-/// A field's value kinds, as bits (`native_actions.py` has the same numbers).
+/// A field's value kinds, as bits (the module exports them as `FIELD_KINDS`, which
+/// `connectors/opensearch/native_actions.py` reads). A string.
 pub const KIND_STR: u8 = 1;
 /// An integer within a signed 64-bit `long`.
 pub const KIND_INT: u8 = 2;
@@ -26,6 +27,17 @@ pub const KIND_OBJECT: u8 = 32;
 pub const KIND_ARRAY: u8 = 64;
 /// `null`.
 pub const KIND_NULL: u8 = 128;
+/// Every kind by the name Python knows it by.
+pub const FIELD_KINDS: [(&str, u8); 8] = [
+    ("str", KIND_STR),
+    ("int", KIND_INT),
+    ("big_int", KIND_BIG_INT),
+    ("float", KIND_FLOAT),
+    ("bool", KIND_BOOL),
+    ("object", KIND_OBJECT),
+    ("array", KIND_ARRAY),
+    ("null", KIND_NULL),
+];
 
 /// Append the action of one event to `out`: `alias_json` is the alias as a JSON string,
 /// `after` the document (`orjson.dumps(after)`) for an index, `None` for a delete.

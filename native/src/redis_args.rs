@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 
-use crate::snapshot::json::{push_float, push_string};
+use crate::convert::json::{push_float, push_string};
 
 /// Deeper JSON is left to the Python path (orjson's own limit is higher).
 const MAX_DEPTH: usize = 64;
@@ -357,54 +357,45 @@ impl<'a> Parser<'a> {
         }
         self.blank();
         match self.peek()? {
-            b'{' => {
-                self.at += 1;
-                self.blank();
-                if self.peek()? == b'}' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.blank();
-                    self.string()?;
-                    self.eat(b':')?;
-                    self.check(depth + 1)?;
-                    self.blank();
-                    match self.peek()? {
-                        b',' => self.at += 1,
-                        b'}' => {
-                            self.at += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
-            b'[' => {
-                self.at += 1;
-                self.blank();
-                if self.peek()? == b']' {
-                    self.at += 1;
-                    return Some(());
-                }
-                loop {
-                    self.check(depth + 1)?;
-                    self.blank();
-                    match self.peek()? {
-                        b',' => self.at += 1,
-                        b']' => {
-                            self.at += 1;
-                            return Some(());
-                        }
-                        _ => return None,
-                    }
-                }
-            }
+            b'{' => self.checked_items(b'}', |parser| {
+                parser.blank();
+                parser.string()?;
+                parser.eat(b':')?;
+                parser.check(depth + 1)
+            }),
+            b'[' => self.checked_items(b']', |parser| parser.check(depth + 1)),
             b'"' => self.string().map(drop),
             b't' => self.literal(b"true", ()),
             b'f' => self.literal(b"false", ()),
             b'n' => self.literal(b"null", ()),
             _ => self.finite_number(),
+        }
+    }
+
+    /// Check the items of the object or array whose opening bracket is at the cursor, up
+    /// to its `close`, each with `item` (a member `"name": value`, or a value).
+    fn checked_items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.at += 1;
+        self.blank();
+        if self.peek()? == close {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            self.blank();
+            match self.peek()? {
+                b',' => self.at += 1,
+                found if found == close => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
         }
     }
 

@@ -9,8 +9,8 @@
 #[cfg(test)]
 mod tests;
 
+use crate::convert::json::push_u64;
 use crate::pgoutput::push_hex;
-use crate::snapshot::json::push_u64;
 
 /// The fixed part of a frame.
 pub const FRAME_HEAD: usize = 29;

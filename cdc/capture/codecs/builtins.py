@@ -8,16 +8,9 @@ its codec chosen by its name (``BASE_CODECS``), so newer servers still work.
 
 from __future__ import annotations
 
+from . import scalars
 from .base import Codec, decode_text
 from .interval import decode_interval
-from .scalars import (
-    decode_bool,
-    decode_bytea,
-    decode_float,
-    decode_int,
-    decode_json,
-    decode_numeric,
-)
 from .temporal import decode_date, decode_timestamp, decode_timestamptz, decode_timetz
 
 FIRST_NON_BUILTIN_OID = 10000
@@ -68,12 +61,12 @@ MULTIRANGES: dict[int, tuple[str, int]] = {
 
 # codec of a pg_catalog base type by name; every other base type keeps its text
 BASE_CODECS: dict[str, Codec] = {
-    "bool": decode_bool,
-    **dict.fromkeys(("int2", "int4", "int8", "oid", "xid", "cid", "xid8"), decode_int),
-    "float4": decode_float, "float8": decode_float,
-    "numeric": decode_numeric,
-    "bytea": decode_bytea,
-    "json": decode_json, "jsonb": decode_json,
+    "bool": scalars.decode_bool,
+    **dict.fromkeys(("int2", "int4", "int8", "oid", "xid", "cid", "xid8"), scalars.decode_int),
+    "float4": scalars.decode_float, "float8": scalars.decode_float,
+    "numeric": scalars.decode_numeric,
+    "bytea": scalars.decode_bytea,
+    "json": scalars.decode_json, "jsonb": scalars.decode_json,
     "date": decode_date, "timestamp": decode_timestamp, "timestamptz": decode_timestamptz,
     "timetz": decode_timetz, "interval": decode_interval,
 }

@@ -21,7 +21,9 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from .libpq import CopyDrain, copy_drain
+from cdc.native import CORE
+
+from .libpq import copy_drain
 
 WAIT_S = 1.0  # a wait for the socket wakes up this often (to look at ``stop``)
 WHOLE = sys.maxsize  # chunk_bytes for the data in one chunk
@@ -96,19 +98,19 @@ class CopyOut:
             self._abandoned = True  # the rest of the COPY (or its end) is not read
             raise
 
-    def _drained(self, drain: CopyDrain,
+    def _drained(self, drain: CORE.CopyDrain,
                  chunk_bytes: int) -> Generator[bytes, None, bytes | None]:
         """The COPY's rows by the native core, one call per chunk (or per wait);
         returns the last chunk."""
         while True:
             state, chunk = drain.drain(chunk_bytes)
             if state < 0:
-                if state == -2:
+                if state == CORE.CopyDrain.FAILED:
                     self._failed()
-                return chunk
+                return chunk  # DONE: the last lines
             if chunk is not None:
                 yield chunk
-            if state == 0:
+            if state == CORE.CopyDrain.WAIT:
                 self._wait()
                 self._pgconn.consume_input()
 

@@ -5,7 +5,7 @@ call per row, the GIL released meanwhile.
 The native core calls the very libpq psycopg uses: the one loaded in this process (found
 in ``/proc/self/maps``; its ``PQlibVersion`` must be ``psycopg.pq.version()``), whose
 ``PQgetCopyData`` and ``PQfreemem`` it is handed by address. Anywhere that cannot be
-established (not Linux, two libpq loaded, the native core off) ``copy_drain`` is None and
+established (not Linux, two libpq loaded) ``copy_drain`` is None and
 the COPY is read row by row through ``psycopg.pq``.
 """
 
@@ -14,19 +14,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-from typing import Protocol, cast
 
 from psycopg import pq
 
-from cdc.native import snapshot_core
-
-
-class CopyDrain(Protocol):
-    """``distributary_native.CopyDrain``: ``drain(chunk_bytes)`` → ``(state, chunk)``
-    (state 1: call again, 0: wait for the socket and consume input first, -1: the COPY
-    ended, -2: libpq failed)."""
-
-    def drain(self, chunk_bytes: int) -> tuple[int, bytes | None]: ...
+from cdc.native import CORE
 
 
 def _loaded_libpq() -> str | None:
@@ -65,13 +56,11 @@ def copy_functions() -> tuple[int, int] | None:
     return get_copy_data, free_mem
 
 
-def copy_drain(pgconn: pq.abc.PGconn) -> CopyDrain | None:
+def copy_drain(pgconn: pq.abc.PGconn) -> CORE.CopyDrain | None:
     """A native drain of ``pgconn``'s COPY OUT (the connection used by nobody else until
     the COPY ends), or None: read it row by row."""
-    core = snapshot_core()
-    maker = None if core is None else core.CopyDrain
-    functions = copy_functions() if maker is not None else None
+    functions = copy_functions()
     pointer: int | None = getattr(pgconn, "pgconn_ptr", None)  # not in pq.abc.PGconn
-    if maker is None or functions is None or not pointer:
+    if functions is None or not pointer:
         return None
-    return cast(CopyDrain, maker(pointer, *functions))
+    return CORE.CopyDrain(pointer, *functions)

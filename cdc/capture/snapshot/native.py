@@ -13,70 +13,51 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
 
 import orjson
 
 from cdc.log import Position, Record
-from cdc.native import SnapshotCore, snapshot_core
+from cdc.native import CORE
 
-from ..codecs import (
-    decode_bool,
-    decode_date,
-    decode_float,
-    decode_int,
-    decode_json,
-    decode_numeric,
-    decode_text,
-    decode_timestamp,
-    decode_timestamptz,
-)
+from .. import codecs
 from ..events import CommitInfo, TableShape, complete, read_event
 from .copy import copy_row
 
-# codec → the native kind number (native/src/snapshot/values.rs, `Kind::from_code`)
+# codec → the native kind number: the codecs the native core reproduces, by name
 KINDS: dict[Callable[[str], object], int] = {
-    decode_text: 0, decode_int: 1, decode_bool: 2, decode_float: 3, decode_numeric: 4,
-    decode_date: 5, decode_timestamp: 6, decode_timestamptz: 7, decode_json: 8,
-}
+    getattr(codecs, name): code for name, code in CORE.VALUE_KINDS.items()}
 
 
 class NativeTable:
     """One table's native conversion: its plan, built once per shape."""
 
-    def __init__(self, core: SnapshotCore, shape: TableShape, plan: object) -> None:
-        self.core = core
+    def __init__(self, shape: TableShape, plan: CORE.SnapshotPlan) -> None:
         self.shape = shape
         self.plan = plan
 
     @classmethod
-    def of(cls, shape: TableShape, core: SnapshotCore | None = None) -> NativeTable | None:
-        """The native conversion of ``shape``'s rows, or None when the native core is
-        off or missing, or a column's codec is not one it knows."""
-        core = core if core is not None else snapshot_core()
-        if core is None or not shape.columns or len(shape.codecs) != len(shape.columns):
+    def of(cls, shape: TableShape) -> NativeTable | None:
+        """The native conversion of ``shape``'s rows, or None when a column's codec is not
+        one the native core knows."""
+        if not shape.columns or len(shape.codecs) != len(shape.columns):
             return None
         kinds = [KINDS.get(codec) for codec in shape.codecs]
         if None in kinds or len(set(shape.key_indexes)) != len(shape.key_indexes):
             return None
         try:
             orjson.dumps(shape.columns)  # a name orjson refuses: the reference decides
-            plan = core.SnapshotPlan([k for k in kinds if k is not None], list(shape.columns),
-                                     list(shape.key_indexes), shape.schema_version)
+            plan = CORE.SnapshotPlan([k for k in kinds if k is not None],
+                                     list(shape.columns), list(shape.key_indexes),
+                                     shape.schema_version)
         except (TypeError, ValueError, OverflowError):
             return None
-        return cls(core, shape, plan)
+        return cls(shape, plan)
 
     def _source(self, commit: CommitInfo) -> tuple[bytes, bytes]:
         prefix = b',"source":{"db":%s,%s,"lsn":"%s","commit_lsn":"%s","seq":' % (
             commit.db, self.shape.source_names, commit.commit_lsn_text,
             commit.commit_lsn_text)
         return prefix, b"," + commit.tail
-
-    @property
-    def batches(self) -> bool:
-        """True when the native core can make ``NativeRows`` (``rows``)."""
-        return hasattr(self.core, "snapshot_batch")
 
     def rows(self, chunk: bytes, commit: CommitInfo, first_seq: int,
              into: NativeRows | None = None) -> NativeRows:
@@ -92,8 +73,7 @@ class NativeTable:
             rows, base = into, into.first_seq
             fallbacks = into.batch.extend(chunk, self.plan, source, first_seq)
         else:
-            make = cast(_BatchMaker, self.core.snapshot_batch)  # type: ignore[attr-defined]
-            batch, fallbacks = make(chunk, self.plan, lsn, source, first_seq)
+            batch, fallbacks = CORE.snapshot_batch(chunk, self.plan, lsn, source, first_seq)
             rows, base = NativeRows(self, shape.topic, lsn, first_seq, batch), first_seq
         for index, line in fallbacks:
             event = read_event(shape, copy_row(line), lsn)
@@ -104,7 +84,7 @@ class NativeTable:
         """``(key, body)`` of each row of ``chunk``, as ``read_event`` gives them."""
         shape = self.shape
         out: list[tuple[bytes, bytes]] = []
-        for item in self.core.snapshot_rows(chunk, self.plan):
+        for item in CORE.snapshot_rows(chunk, self.plan):
             if isinstance(item, tuple):
                 out.append(item)
             else:
@@ -117,7 +97,7 @@ class NativeTable:
         ``(commit_lsn, first_seq + i)``: what ``read_event`` then ``complete`` make."""
         shape = self.shape
         lsn = commit.commit_lsn
-        records, fallbacks = self.core.snapshot_records(
+        records, fallbacks = CORE.snapshot_records(
             chunk, self.plan, shape.topic, lsn, self._source(commit), first_seq)
         for index, line in fallbacks:
             seq = first_seq + index
@@ -127,33 +107,12 @@ class NativeTable:
         return records  # type: ignore[return-value]  # every None was replaced
 
 
-class _Batch(Protocol):
-    """``distributary_native.SnapshotBatch`` (``native/src/python/snapshot.rs``)."""
-
-    def __len__(self) -> int: ...
-
-    def fill(self, index: int, key: bytes, value: bytes) -> None: ...
-
-    def group(self, count: int) -> list[tuple[int, int, int]]: ...
-
-    def extend(self, chunk: bytes, plan: object, source: tuple[bytes, bytes],
-               first_seq: int) -> list[tuple[int, bytes]]: ...
-
-    def encode(self, group: int, first_offset: int, now_ms: int, size: int,
-               last_indexed: int, index_interval: int
-               ) -> tuple[bytes, list[tuple[int, int]], int]: ...
-
-
-_BatchMaker = Callable[[bytes, object, int, tuple[bytes, bytes], int],
-                       tuple[_Batch, list[tuple[int, bytes]]]]
-
-
 class NativePart:
     """One partition's rows of a ``NativeRows`` (``cdc.log.file.encoded.EncodedPart``)."""
 
     __slots__ = ("_batch", "_group", "count", "last_position", "partition")
 
-    def __init__(self, batch: _Batch, group: int, partition: int, count: int,
+    def __init__(self, batch: CORE.SnapshotBatch, group: int, partition: int, count: int,
                  last_position: Position) -> None:
         self._batch = batch
         self._group = group
@@ -176,7 +135,7 @@ class NativeRows:
     __slots__ = ("batch", "first_seq", "lsn", "table", "topic")
 
     def __init__(self, table: NativeTable, topic: str, lsn: int, first_seq: int,
-                 batch: _Batch) -> None:
+                 batch: CORE.SnapshotBatch) -> None:
         self.table = table
         self.topic = topic
         self.lsn = lsn

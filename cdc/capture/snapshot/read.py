@@ -19,8 +19,9 @@ At a table's turn (``TableCheck``, one round trip, under its ACCESS SHARE lock):
   recorded as a new schema version; the snapshot's rows are read with the current
   columns (an added column holds its default, a dropped one is left out).
 
-Rows are read in chunks of COPY text and converted by the native core where it can
-(``snapshot_native``; ``DISTRIBUTARY_NATIVE=0``: by ``read_event`` row by row). Rows are
+Rows are read in chunks of COPY text and converted by the native core
+(``snapshot/native.py``; a table whose column types it does not know: by ``read_event``
+row by row). Rows are
 numbered ``(consistent_point, seq)`` and appended in batches that may hold many
 small tables; a table is reported read (``on_tables_read``) only after its last rows are
 durable.
@@ -45,7 +46,7 @@ from psycopg import sql
 
 from cdc.crashpoints import crash_point
 from cdc.log import Position, Producer, Record
-from cdc.native import snapshot_core
+from cdc.native import CORE
 
 from ..events import CommitInfo, TableShape, complete, read_event, truncate_event
 from ..lsn import format_lsn
@@ -139,7 +140,7 @@ class _SnapshotWriter:
 
     def _chunk(self, chunk: CopyChunk) -> None:
         with self._lock:
-            if self._append_encoded is not None and chunk.table.batches:
+            if self._append_encoded is not None:
                 self._encode(chunk.table, chunk.data)
                 return
             records = chunk.table.records(chunk.data, self.commit, self.seq)
@@ -159,7 +160,7 @@ class _SnapshotWriter:
         while lines:
             room = max(1, BATCH_ROWS - self._count)
             if lines > room:
-                end = _after_lines(data, room)
+                end = CORE.after_lines(data, room)  # where the first ``room`` lines end
                 head, data, taken = data[:end], data[end:], room
             else:
                 head, taken = data, lines
@@ -247,23 +248,6 @@ class _SnapshotWriter:
             crash_point("snapshot_batch")
         if done and self._on_tables_read is not None:
             self._on_tables_read(done)
-
-
-def after_lines_reference(data: bytes, count: int) -> int:
-    """Where the first ``count`` lines of ``data`` end (after the newline of the last), or
-    ``len(data)`` when it holds fewer."""
-    find = data.find
-    at = -1
-    for _ in range(count):
-        at = find(b"\n", at + 1)
-        if at < 0:
-            return len(data)
-    return at + 1
-
-
-# the same in one native call (a line at a time here holds the GIL for thousands of steps)
-_after_lines: Callable[[bytes, int], int] = getattr(snapshot_core(), "after_lines",
-                                                    after_lines_reference)
 
 
 @dataclass

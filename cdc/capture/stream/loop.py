@@ -101,7 +101,7 @@ class StreamLoop:
     settings: LoopSettings
     incremental: IncrementalSnapshots | None = None
     stop_when_snapshots_done: bool = False
-    native: NativeChanges | None = None
+    native: NativeChanges = field(init=False)
     commit_ts_us: int = 0  # commit time (pgoutput clock) of the last transaction seen
     batch_started: float = 0.0
     last_data: float = field(default_factory=time.monotonic)
@@ -110,7 +110,7 @@ class StreamLoop:
 
     def __post_init__(self) -> None:
         self.next_status = time.monotonic() + self.settings.source_check_s
-        self.native = NativeChanges.of(self.decoder, self.assembler)  # None: all in Python
+        self.native = NativeChanges(self.decoder, self.assembler)
 
     def run(self, stop: threading.Event) -> None:
         """Turn until ``stop`` is set; then flush what is ready."""
@@ -147,8 +147,6 @@ class StreamLoop:
         """The plain messages from ``index`` on in one native call (Python takes the
         others; incremental snapshots watch Begins while they read); where it stopped."""
         native = self.native
-        if native is None:
-            return index
         had_ready = bool(self.assembler.ready)
         taken = native.feed_batch(raw, index, begins=self.incremental is None
                                   or not self.incremental.active)
@@ -183,7 +181,7 @@ class StreamLoop:
         if not self.assembler.ready:
             self.batch_started = now
         payload = bytes(message.payload)  # the one copy (the decoder's, else)
-        if self.native is None or not self.native.feed(payload, message.start_lsn):
+        if not self.native.feed(payload, message.start_lsn):
             self.assemble(self.decoder.decode(payload), message.start_lsn)
         self.advance_when_idle(message.end_lsn)  # e.g. past a heartbeat message
         self.drain()
@@ -192,7 +190,7 @@ class StreamLoop:
     def assemble(self, decoded: Message, wal_lsn: int) -> None:
         """A decoded message into the assembler, and to whoever watches it."""
         self.assembler.feed(decoded, wal_lsn)
-        if self.native is not None and type(decoded) not in _KEEPS_SHAPES:
+        if type(decoded) not in _KEEPS_SHAPES:
             self.native.forget_tables()  # e.g. a Relation: a new shape
         if self.assembler.rewritten or self.assembler.altered:
             self.reread_rewritten()
@@ -226,10 +224,7 @@ class StreamLoop:
         """A committed streamed transaction's records, a chunk per durable append (its
         records were late anyway: chunks as big as while catching up)."""
         while self.assembler.draining:
-            if self.native is None:
-                self.assembler.drain(self.settings.batch_events)
-            else:
-                self.native.drain(self.settings.backlog_batch_events, self.settings.batch_bytes)
+            self.native.drain(self.settings.backlog_batch_events, self.settings.batch_bytes)
             self.flush()
 
     # -- committing ------------------------------------------------------------------

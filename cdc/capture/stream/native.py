@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import orjson
 
 from cdc.log import Record
-from cdc.native import DmlCore, dml_core
+from cdc.native import CORE
 
 from ..events import CommitInfo, TableShape
 from ..pgoutput import Begin, Commit, PgOutputDecoder
@@ -42,7 +42,7 @@ class _Table:
     """One relation's native conversion, for the shape it was built from."""
 
     shape: TableShape
-    plan: object | None  # None: the relation's changes stay on the Python path
+    plan: CORE.SnapshotPlan | None  # None: the relation's changes stay on the Python path
     head: bytes  # the source block up to the message's LSN
     topic: bytes  # the topic, UTF-8 (for spool frames)
 
@@ -73,12 +73,10 @@ class _SpoolReader:
 class NativeChanges:
     """Row change messages of one replication session into ``assembler.ready``."""
 
-    __slots__ = ("_batch_tables", "_db", "_reader", "_tables", "assembler", "commit_ts", "core",
+    __slots__ = ("_batch_tables", "_db", "_reader", "_tables", "assembler", "commit_ts",
                  "decoder", "received_lsn")
 
-    def __init__(self, core: DmlCore, decoder: PgOutputDecoder,
-                 assembler: TransactionAssembler) -> None:
-        self.core = core
+    def __init__(self, decoder: PgOutputDecoder, assembler: TransactionAssembler) -> None:
         self.decoder = decoder
         self.assembler = assembler
         self._db = orjson.dumps(assembler.database)
@@ -86,16 +84,9 @@ class NativeChanges:
         self._reader: _SpoolReader | None = None  # of the streamed transaction draining
         # the tables ``feed_batch`` converts: OID → (plan, topic, head, topic UTF-8,
         # source names), filled by ``_table_of``, emptied by ``forget_tables``
-        self._batch_tables: dict[int, tuple[object, str, bytes, bytes, bytes]] = {}
+        self._batch_tables: dict[int, tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]] = {}
         self.received_lsn = 0  # the end LSN of the last message ``feed_batch`` took
         self.commit_ts = 0  # the time of the last Commit ``feed_batch`` took (0: none)
-
-    @classmethod
-    def of(cls, decoder: PgOutputDecoder, assembler: TransactionAssembler,
-           core: DmlCore | None = None) -> NativeChanges | None:
-        """The native path of a session, or None when the native core is off or lacks it."""
-        core = core if core is not None else dml_core()
-        return cls(core, decoder, assembler) if core is not None else None
 
     def feed(self, payload: bytes, wal_lsn: int) -> bool:
         """Append the record of the row change ``payload`` that arrived at ``wal_lsn`` to
@@ -112,9 +103,9 @@ class NativeChanges:
             return False
         shape = table.shape
         commit = transaction.commit
-        record = self.core.dml_record(payload, table.plan, shape.topic, wal_lsn, table.head,
-                                      commit.commit_lsn, commit.commit_lsn_text, commit.tail,
-                                      transaction.seq)
+        record = CORE.dml_record(payload, table.plan, shape.topic, wal_lsn, table.head,
+                                 commit.commit_lsn, commit.commit_lsn_text, commit.tail,
+                                 transaction.seq)
         if record is None:
             return False
         self.assembler.ready.append(record)
@@ -139,7 +130,7 @@ class NativeChanges:
         self.commit_ts = 0
         if in_stream and stream_xid is None:
             return start
-        end, frames, committed, begun, seq, lsn = self.core.feed_batch(
+        end, frames, committed, begun, seq, lsn = CORE.feed_batch(
             raw, start, self._batch_tables, open_, in_stream, begins, assembler.ready)
         if end == start:
             return start
@@ -169,8 +160,8 @@ class NativeChanges:
         table = self._table_of(payload, 5)
         if table is None or table.plan is None:
             return False
-        frame = self.core.spool_frame(payload, table.plan, table.topic,
-                                      table.shape.source_names, wal_lsn)
+        frame = CORE.spool_frame(payload, table.plan, table.topic, table.shape.source_names,
+                                 wal_lsn)
         if frame is None:
             return False
         self.assembler.spool.add_frame(stream_xid, frame)
@@ -195,7 +186,7 @@ class NativeChanges:
         return table
 
     def _table(self, shape: TableShape) -> _Table:
-        native = NativeTable.of(shape, self.core)
+        native = NativeTable.of(shape)
         head = b',"source":{"db":%s,%s,"lsn":"' % (self._db, shape.source_names)
         return _Table(shape, native.plan if native is not None else None, head,
                       shape.topic.encode())
@@ -237,6 +228,6 @@ class NativeChanges:
         """The records of the whole frames in the reader's buffer, numbered from ``seq``;
         where the first frame not consumed starts; the next ``seq``; the records' values'
         length in all."""
-        return self.core.spool_records(reader.buffer, reader.at, limit, max_bytes,
-                                       reader.spool.aborted, commit.db, commit.commit_lsn,
-                                       commit.commit_lsn_text, commit.tail, seq)
+        return CORE.spool_records(reader.buffer, reader.at, limit, max_bytes,
+                                  reader.spool.aborted, commit.db, commit.commit_lsn,
+                                  commit.commit_lsn_text, commit.tail, seq)

@@ -10,8 +10,8 @@ the same files with its JSON reader and an explicit schema.
 
 The hot paths take whole batches: ``encode_batch`` (a partition's records → the bytes to
 append and their sparse-index entries) and ``decode_lines`` (a chunk of a segment → its
-records). Both run in the native core (``cdc.native``) when it is installed; the
-``*_reference`` functions here are the readable definition it is tested against.
+records), both in the native core (``cdc.native``); ``tests/reference/log_codec.py`` is
+their readable definition, which the tests hold the native code to.
 """
 
 from __future__ import annotations
@@ -19,15 +19,10 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Callable, Sequence
-from itertools import starmap
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ...native import CORE
-from ..records import Message, Position, Record
-
-if TYPE_CHECKING:
-    from ...native import EncodedBatch, RawLineBatch
+from ..records import Message, Position
 
 _HEAD = b'{"crc":"'
 _BODY_START = len(_HEAD) + 10  # 8 hex digits, then '",'
@@ -83,73 +78,6 @@ def peek_offset(line: bytes) -> int:
     return int(line[start:end])
 
 
-# -- whole batches ---------------------------------------------------------------------
-def encode_batch_reference(records: Sequence[Record], first_offset: int, now_ms: int,
-                           size: int, last_indexed: int, index_interval: int) -> EncodedBatch:
-    """The lines of ``records`` numbered from ``first_offset``, the first written at byte
-    ``size`` of the segment, and the sparse-index entries ``(offset, byte position)`` due:
-    one for each line starting ``index_interval`` or more bytes after the last indexed one.
-    Returns ``(lines, index_entries, last_indexed)``. A record without a timestamp gets
-    ``now_ms``."""
-    lines = []
-    entries = []
-    position = size
-    offset = first_offset
-    for record in records:
-        if position - last_indexed >= index_interval:
-            entries.append((offset, position))
-            last_indexed = position
-        line = encode_record(offset, record.timestamp_ms or now_ms, record.position,
-                             record.tombstone, record.key, record.value)
-        lines.append(line)
-        position += len(line)
-        offset += 1
-    return b"".join(lines), entries, last_indexed
-
-
-def encode_topic_batch_reference(records: Sequence[Record], topic: str, first_offset: int,
-                                 now_ms: int, size: int, last_indexed: int,
-                                 index_interval: int) -> tuple[bytes, bytes, int] | None:
-    """``encode_batch_reference`` of a batch ``FileProducer.append`` puts in one partition
-    whole: every record of ``topic`` (a topic of one partition) without a ``partition`` of
-    its own, its index entries packed as the index file holds them (``INDEX_ENTRY``). None
-    when it is not such a batch (the producer then groups it)."""
-    if not all(isinstance(record, Record) and record.partition is None
-               and record.topic == topic for record in records):
-        return None
-    lines, entries, last_indexed = encode_batch_reference(
-        records, first_offset, now_ms, size, last_indexed, index_interval)
-    return lines, b"".join(starmap(INDEX_ENTRY.pack, entries)), last_indexed
-
-
-def decode_lines_reference(chunk: bytes, start: int, limit: int, topic: str, partition: int,
-                           next_offset: int, skipping: bool) -> RawLineBatch:
-    """Decode the complete lines of ``chunk`` from byte ``start``: at most ``limit``
-    records at or after ``next_offset``. While ``skipping`` (after a seek) records below
-    it are passed over; otherwise an offset that does not grow is an error, as is a line
-    ``decode_record`` refuses. Returns ``(messages, end, next_offset, skipping, error)``:
-    ``end`` is where the first line not consumed starts; ``error`` is None or
-    ``(reason, position of the bad line)``, and then ``end`` is that position."""
-    out: list[Message] = []
-    while len(out) < limit:
-        newline = chunk.find(b"\n", start)
-        if newline < 0:
-            break
-        try:
-            message = decode_record(chunk[start:newline], topic, partition)
-        except RecordFormatError as exc:
-            return out, start, next_offset, skipping, (str(exc), start)
-        if message.offset >= next_offset:
-            skipping = False
-            out.append(message)
-            next_offset = message.offset + 1
-        elif not skipping:
-            return (out, start, next_offset, skipping,
-                    (f"offset {message.offset} repeats or goes backwards", start))
-        start = newline + 1
-    return out, start, next_offset, skipping, None
-
-
 class LineBatch(NamedTuple):
     """What ``decode_lines`` found: the records kept, where the first line not consumed
     starts (``end``), the cursor's new ``next_offset`` and ``skipping``, and the bad line
@@ -162,33 +90,27 @@ class LineBatch(NamedTuple):
     error: RecordFormatError | None
 
 
-_encode_batch = CORE.encode_batch if CORE is not None else encode_batch_reference
-# a module built before it has none: the reference then (the producer groups as before)
-_encode_topic_batch: Callable[[list[Record], str, int, int, int, int, int],
-                              tuple[bytes, bytes, int] | None] = getattr(
-    CORE, "encode_topic_batch", encode_topic_batch_reference)
-_decode_lines = CORE.decode_lines if CORE is not None else decode_lines_reference
+encode_batch = CORE.encode_batch
+"""The lines of ``records`` numbered from ``first_offset``, the first written at byte
+``size`` of the segment, and the sparse-index entries ``(offset, byte position)`` due: one
+for each line starting ``index_interval`` or more bytes after the last indexed one. Returns
+``(lines, index_entries, last_indexed)``; a record without a timestamp gets ``now_ms``."""
 
-
-def encode_batch(records: Sequence[Record], first_offset: int, now_ms: int, size: int,
-                 last_indexed: int, index_interval: int) -> EncodedBatch:
-    """``encode_batch_reference``, in the native core when it is installed."""
-    return _encode_batch(records, first_offset, now_ms, size, last_indexed, index_interval)
-
-
-def encode_topic_batch(records: list[Record], topic: str, first_offset: int, now_ms: int,
-                       size: int, last_indexed: int,
-                       index_interval: int) -> tuple[bytes, bytes, int] | None:
-    """``encode_topic_batch_reference``, in the native core when it is installed."""
-    return _encode_topic_batch(records, topic, first_offset, now_ms, size, last_indexed,
-                               index_interval)
+encode_topic_batch = CORE.encode_topic_batch
+"""``encode_batch`` of a batch ``FileProducer.append`` puts in one partition whole (every
+record of ``topic``, a topic of one partition, without a ``partition`` of its own), its
+index entries packed as the index file holds them (``INDEX_ENTRY``); None when it is not
+such a batch (the producer then groups it)."""
 
 
 def decode_lines(chunk: bytes, start: int, limit: int, topic: str, partition: int,
                  next_offset: int, skipping: bool) -> LineBatch:
-    """``decode_lines_reference`` (native when installed), its error as a
-    ``RecordFormatError`` carrying the bad line's ``position``."""
-    messages, end, next_offset, skipping, error = _decode_lines(
+    """Decode the complete lines of ``chunk`` from byte ``start``: at most ``limit``
+    records at or after ``next_offset``. While ``skipping`` (after a seek) records below it
+    are passed over; otherwise an offset that does not grow is an error, as is a line
+    ``decode_record`` refuses; the error carries the bad line's ``position``, and ``end``
+    is that position."""
+    messages, end, next_offset, skipping, error = CORE.decode_lines(
         chunk, start, limit, topic, partition, next_offset, skipping)
     return LineBatch(messages, end, next_offset, skipping,
                      None if error is None else RecordFormatError(*error))

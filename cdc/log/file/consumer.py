@@ -19,14 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..records import (
-    Backpressure,
-    BackpressurePolicy,
-    Message,
-    StartAt,
-    StartKind,
-    TopicPartition,
-)
+from ..records import Backpressure, BackpressurePolicy, Message, StartAt, StartKind, TopicPartition
 from .groups import GroupMember
 from .notify import TOPICS_BELL, AppendWatcher, doorbell_name, doorbells_dir
 from .offsets import OffsetStore

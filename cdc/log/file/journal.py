@@ -27,7 +27,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,7 @@ _HEADER = struct.Struct(">4sII")
 _PART_HEAD = struct.Struct(">H")
 _PART_FIELDS = struct.Struct(">IQI")
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 16
-_crc32: Callable[[bytes, int], int] = zlib.crc32 if CORE is None else CORE.crc32
+_crc32 = CORE.crc32  # zlib.crc32's value, computed with the GIL released
 
 
 class JournalCorruptionError(LogError, TerminalError):

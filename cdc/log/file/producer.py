@@ -14,7 +14,7 @@ writes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
@@ -35,16 +35,6 @@ from .writer import PartitionWriter, fsync_dir
 
 if TYPE_CHECKING:
     from .directory import LogDirectory
-
-# the grouping loop of ``append`` in one native call
-_GROUP_RECORDS: Callable[[list[Record], dict[str, int]],
-                          dict[tuple[str, int], list[Record]] | None] | None = (
-    CORE.group_records if CORE is not None else None)
-
-# ``append``'s common batch (one topic of one partition) checked and encoded in one native
-# pass (``_append_whole``); without the native core it is grouped, then encoded, in Python
-_ONE_PASS = CORE is not None
-
 
 class FileProducer:
     """Appends batches; every batch is durable (one fdatasync: the journal's, or the
@@ -107,11 +97,11 @@ class FileProducer:
 
     def append(self, records: Sequence[Record]) -> None:
         """Append ``records`` (grouped per partition, order kept); durable on return."""
-        if _ONE_PASS and type(records) is list and records and self._append_whole(records):
+        if type(records) is list and records and self._append_whole(records):
             return
         batches: dict[tuple[str, int], list[Record]] | None = None
-        if _GROUP_RECORDS is not None and type(records) is list:
-            batches = _GROUP_RECORDS(records, self._partitions)  # None: not every topic known
+        if type(records) is list:  # None: a topic not seen yet, ``_group`` learns its count
+            batches = CORE.group_records(records, self._partitions)
         if batches is None:
             batches = self._group(records)
         self._write(batches)

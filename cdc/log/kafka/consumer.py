@@ -13,14 +13,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from cdc.errors import LogError
 
-from ..records import (
-    Backpressure,
-    BackpressurePolicy,
-    Message,
-    StartAt,
-    StartKind,
-    TopicPartition,
-)
+from ..records import Backpressure, BackpressurePolicy, Message, StartAt, StartKind, TopicPartition
 from .headers import to_message
 from .pattern import TopicPattern
 from .retry import retrying

@@ -14,9 +14,9 @@
 mod tests;
 pub mod transaction;
 
-use crate::snapshot::json::push_u64;
-use crate::snapshot::values::push_value;
-use crate::snapshot::Plan;
+use crate::convert::json::push_u64;
+use crate::convert::values::push_value;
+use crate::convert::Plan;
 
 /// One row change's event.
 #[derive(Debug, PartialEq, Eq)]

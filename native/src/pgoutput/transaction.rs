@@ -3,7 +3,7 @@
 //! transaction's events (`CommitInfo` in `cdc/capture/events.py`).
 
 use super::push_hex;
-use crate::snapshot::json::push_u64;
+use crate::convert::json::push_u64;
 
 /// Microseconds from 1970-01-01 to 2000-01-01, pgoutput's epoch.
 const PG_EPOCH_UNIX_US: i64 = 946_684_800_000_000;

@@ -20,7 +20,7 @@ type GetCopyData = unsafe extern "C" fn(*mut c_void, *mut *mut c_char, c_int) ->
 /// `void PQfreemem(void *ptr)` (libpq-fe.h).
 type FreeMem = unsafe extern "C" fn(*mut c_void);
 
-/// What a drain ended on (the first item of `drain`'s answer).
+/// What a drain ended on (the first item of `drain`'s answer; `CopyDrain.MORE`, … in Python).
 const MORE: i32 = 1; // a chunk is ready; call again at once
 const WAIT: i32 = 0; // libpq holds no whole row: wait for the socket, consume input, call again
 const DONE: i32 = -1; // the COPY ended (its result is next)
@@ -37,6 +37,15 @@ pub struct CopyDrain {
 
 #[pymethods]
 impl CopyDrain {
+    #[classattr]
+    const MORE: i32 = MORE;
+    #[classattr]
+    const WAIT: i32 = WAIT;
+    #[classattr]
+    const DONE: i32 = DONE;
+    #[classattr]
+    const FAILED: i32 = FAILED;
+
     /// `conn`: the `PGconn *` of a connection in the COPY OUT state, used by no one else
     /// while this drain lives (and kept open by the caller); `get_copy_data`, `free_mem`:
     /// the addresses of `PQgetCopyData` and `PQfreemem` in the libpq that made `conn`.

@@ -28,7 +28,7 @@ fn types(py: Python<'_>) -> PyResult<&Types> {
 }
 
 /// Decode the complete lines of `chunk` from byte `start`, as
-/// `cdc.log.file.codec.decode_lines_reference` does: at most `limit` records at or after
+/// `decode_lines_reference` (`tests/reference/log_codec.py`) does: at most `limit` records at or after
 /// `next_offset` are kept (while `skipping`, those below it are passed over; otherwise an
 /// offset that does not grow is an error). Returns
 /// `(messages, end, next_offset, skipping, error)`: `end` is where the first line not

@@ -23,7 +23,7 @@ const PARTITION: usize = 6;
 /// `first_offset`, the first one at byte `size` of the segment. A sparse-index entry
 /// `(offset, byte position)` is due for a line that starts `index_interval` or more bytes
 /// after `last_indexed`. Returns `(lines, index_entries, last_indexed)`, exactly as
-/// `cdc.log.file.codec.encode_batch_reference`.
+/// `encode_batch_reference` in `tests/reference/log_codec.py`.
 #[pyfunction]
 #[pyo3(signature = (records, first_offset, now_ms, size, last_indexed, index_interval))]
 pub fn encode_batch<'py>(
@@ -51,7 +51,7 @@ pub fn encode_batch<'py>(
 /// own, its index entries packed as the index file holds them (big-endian u64 offset and
 /// byte position each). None, and nothing encoded, when a record is not such a `Record`
 /// (the producer then groups the batch), exactly as
-/// `cdc.log.file.codec.encode_topic_batch_reference`.
+/// `encode_topic_batch_reference` in `tests/reference/log_codec.py`.
 /// Grouping and encoding in one pass, the common batch is read once. (A batch found not to
 /// be one part way through has had its first records encoded for nothing.)
 #[pyfunction]

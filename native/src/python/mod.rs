@@ -20,9 +20,23 @@ mod spool;
 mod untrack;
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::convert::values::Kind;
 
 #[pymodule]
 fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    let value_kinds = PyDict::new(py); // codec function name → the code a SnapshotPlan takes
+    for (code, kind) in Kind::ALL.iter().enumerate() {
+        value_kinds.set_item(kind.codec(), code)?;
+    }
+    module.add("VALUE_KINDS", value_kinds)?;
+    let field_kinds = PyDict::new(py); // JSON value kind → its bit in opensearch_actions' fields
+    for (name, bit) in crate::opensearch::FIELD_KINDS {
+        field_kinds.set_item(name, bit)?;
+    }
+    module.add("FIELD_KINDS", field_kinds)?;
     module.add_function(wrap_pyfunction!(encode::encode_batch, module)?)?;
     module.add_function(wrap_pyfunction!(encode::encode_topic_batch, module)?)?;
     module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;

@@ -7,23 +7,35 @@ use std::collections::HashMap;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::convert::json::push_string;
 use crate::opensearch::{field_kinds, push_action};
-use crate::redis_args::{plain_event, push_encoded_key};
-use crate::snapshot::json::push_string;
+use crate::redis_args::push_encoded_key;
 
-use super::sink_event::fields;
+use super::sink_event::{plain, Lookup, Tables};
 
 /// One table of the batch: where its documents go and the kinds of their fields.
 struct TableSpec {
-    topic: String,
-    schema: String,
-    table: String,
     alias_json: Vec<u8>,
     kinds: Vec<(String, u8)>,
     positions: HashMap<String, usize>,
 }
 
 impl TableSpec {
+    /// The spec of a table whose entry in `tables` is `entry`: its alias, or None (a view
+    /// reads the table).
+    fn of(entry: &Bound<'_, PyAny>) -> PyResult<Option<TableSpec>> {
+        let Ok(alias) = entry.cast::<PyString>() else {
+            return Ok(None);
+        };
+        let mut alias_json = Vec::with_capacity(32);
+        push_string(&mut alias_json, alias.to_str()?.as_bytes());
+        Ok(Some(TableSpec {
+            alias_json,
+            kinds: Vec::new(),
+            positions: HashMap::new(),
+        }))
+    }
+
     fn add_kind(&mut self, at: usize, name: &str, kind: u8) {
         if let Some((known, kinds)) = self.kinds.get_mut(at) {
             if known == name {
@@ -67,55 +79,23 @@ pub fn opensearch_actions<'py>(
     tables: &Bound<'py, PyDict>,
     max_id_bytes: usize,
 ) -> PyResult<Answer<'py>> {
-    let mut specs: Vec<TableSpec> = Vec::new();
+    let mut specs: Tables<TableSpec> = Tables::new();
     let mut payloads: Vec<Bound<'py, PyBytes>> = Vec::with_capacity(events.len());
     let mut kinds: Vec<Bound<'py, PyString>> = Vec::with_capacity(events.len());
     let mut table_of: Vec<usize> = Vec::with_capacity(events.len());
     let (index, delete) = (PyString::new(py, "index"), PyString::new(py, "delete"));
-    let mut last = 0usize; // the spec of the previous event: a batch is mostly one table
     let mut doc_id = String::with_capacity(32);
     let mut out: Vec<u8> = Vec::with_capacity(512);
     for item in events.iter() {
-        let Some((topic, raw, version)) = fields(&item)? else {
+        let Some((topic, event, version)) = plain(&item)? else {
             return Ok((None, None));
         };
-        let Some(event) = plain_event(raw.as_bytes()) else {
-            return Ok((None, None));
+        let number = match specs.number(tables, topic.to_str()?, &event, TableSpec::of)? {
+            Lookup::Found(number) => number,
+            Lookup::Missing(table) => return Ok((None, Some(table))),
+            Lookup::Declined => return Ok((None, None)),
         };
-        let topic = topic.to_str()?;
-        let same =
-            |s: &TableSpec| s.topic == topic && s.schema == event.schema && s.table == event.table;
-        let found = if specs.get(last).is_some_and(same) {
-            Some(last)
-        } else {
-            specs.iter().position(same)
-        };
-        let number = match found {
-            Some(number) => number,
-            None => {
-                let names = (topic, event.schema.as_str(), event.table.as_str());
-                let Some(alias) = tables.get_item(names)? else {
-                    let missing = (topic.to_owned(), event.schema.clone(), event.table.clone());
-                    return Ok((None, Some(missing)));
-                };
-                let Ok(alias) = alias.cast_into::<PyString>() else {
-                    return Ok((None, None)); // a view reads the table
-                };
-                let mut alias_json = Vec::with_capacity(32);
-                push_string(&mut alias_json, alias.to_str()?.as_bytes());
-                specs.push(TableSpec {
-                    topic: topic.to_owned(),
-                    schema: event.schema.clone(),
-                    table: event.table.clone(),
-                    alias_json,
-                    kinds: Vec::new(),
-                    positions: HashMap::new(),
-                });
-                specs.len() - 1
-            }
-        };
-        last = number;
-        let spec = &mut specs[number];
+        let spec = specs.spec(number);
         doc_id.clear();
         push_encoded_key(&mut doc_id, &event.key);
         if doc_id.len() > max_id_bytes {
@@ -143,12 +123,8 @@ pub fn opensearch_actions<'py>(
         kinds.push(if event.upsert { &index } else { &delete }.clone());
         table_of.push(number);
     }
-    let names: Vec<(String, String, String)> = specs
-        .iter()
-        .map(|s| (s.topic.clone(), s.schema.clone(), s.table.clone()))
-        .collect();
     let fields = PyList::empty(py);
-    for spec in &specs {
+    for spec in specs.specs() {
         let kinds = PyDict::new(py);
         for (name, kind) in &spec.kinds {
             kinds.set_item(name, kind)?;
@@ -159,7 +135,7 @@ pub fn opensearch_actions<'py>(
         PyList::new(py, payloads)?,
         PyList::new(py, kinds)?,
         PyList::new(py, table_of)?,
-        PyList::new(py, names)?,
+        PyList::new(py, specs.names())?,
         fields,
     )
         .into_pyobject(py)?;

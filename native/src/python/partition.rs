@@ -1,5 +1,5 @@
-//! `murmur2` and `partition_for`, as `cdc/log/partitioner.py`, and `crc32` (zlib's, for
-//! the batch journal).
+//! `murmur2` and `partition_for`, as `tests/reference/partitioner.py` defines them, and
+//! `crc32` (zlib's, for the batch journal).
 
 use pyo3::prelude::*;
 

@@ -11,9 +11,9 @@ use std::io::Write;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use crate::redis_args::{column_text, json_object, plain_event, push_encoded_key, PlainEvent};
+use crate::redis_args::{column_text, json_object, push_encoded_key, PlainEvent};
 
-use super::sink_event::{fields, MESSAGE_POSITION, MESSAGE_VALUE};
+use super::sink_event::{plain, Lookup, Tables, MESSAGE_POSITION, MESSAGE_VALUE};
 
 /// `connectors.contract.version_of`: `commit_lsn << SEQ_BITS | min(seq, SEQ_MAX)`.
 const SEQ_BITS: u32 = 10;
@@ -31,9 +31,6 @@ enum Field {
 
 /// One table's keys, as `connectors.redis.keys.key_parts` gives them.
 struct TableSpec {
-    topic: String,
-    schema: String,
-    table: String,
     pieces: Vec<(String, Field)>,
     tail: String,
     marker: usize, // its number in the call (from 1)
@@ -154,43 +151,20 @@ pub fn redis_calls<'py>(
     chunk_rows: usize,
     chunk_bytes: usize,
 ) -> PyResult<Answer<'py>> {
-    let mut specs: Vec<TableSpec> = Vec::new();
+    let mut specs: Tables<TableSpec> = Tables::new();
     let mut markers: Vec<String> = Vec::new();
     let mut done: Vec<Call> = Vec::new();
     let mut call = Call::default();
-    let mut last = 0usize; // the spec of the previous event: a batch is mostly one table
     for item in events.iter() {
-        let Some((topic, raw, version)) = fields(&item)? else {
+        let Some((topic, event, version)) = plain(&item)? else {
             return Ok((None, None));
         };
-        let Some(event) = plain_event(raw.as_bytes()) else {
-            return Ok((None, None));
+        let spec = |entry: &Bound<'py, PyAny>| table_spec(entry, &mut markers);
+        let spec = match specs.number(tables, topic.to_str()?, &event, spec)? {
+            Lookup::Found(number) => specs.spec(number),
+            Lookup::Missing(table) => return Ok((None, Some(table))),
+            Lookup::Declined => return Ok((None, None)), // a view reads it, or a bad entry
         };
-        let topic = topic.to_str()?;
-        let same =
-            |s: &TableSpec| s.topic == topic && s.schema == event.schema && s.table == event.table;
-        let found = if specs.get(last).is_some_and(same) {
-            Some(last)
-        } else {
-            specs.iter().position(same)
-        };
-        let index = match found {
-            Some(index) => index,
-            None => {
-                let names = (topic, event.schema.as_str(), event.table.as_str());
-                let Some(spec) = tables.get_item(names)? else {
-                    let missing = (topic.to_owned(), event.schema.clone(), event.table.clone());
-                    return Ok((None, Some(missing)));
-                };
-                let Some(spec) = table_spec(&spec, &event, topic, &mut markers)? else {
-                    return Ok((None, None)); // a view reads the table, or a bad spec
-                };
-                specs.push(spec);
-                specs.len() - 1
-            }
-        };
-        last = index;
-        let spec = &specs[index];
         let size = event.value.len();
         if size > max_value_bytes {
             return Ok((None, None));
@@ -277,12 +251,7 @@ pub fn sink_event_checks<'py>(
 
 /// The spec of a `tables` entry (None: a view reads the table, or the entry is not
 /// `(pieces, tail, marker)`), numbering its marker in `markers`.
-fn table_spec(
-    entry: &Bound<'_, PyAny>,
-    event: &PlainEvent,
-    topic: &str,
-    markers: &mut Vec<String>,
-) -> PyResult<Option<TableSpec>> {
+fn table_spec(entry: &Bound<'_, PyAny>, markers: &mut Vec<String>) -> PyResult<Option<TableSpec>> {
     if entry.is_none() {
         return Ok(None);
     }
@@ -307,9 +276,6 @@ fn table_spec(
         }
     };
     Ok(Some(TableSpec {
-        topic: topic.to_owned(),
-        schema: event.schema.clone(),
-        table: event.table.clone(),
         pieces,
         tail,
         marker: number,

@@ -11,8 +11,9 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
 use super::ints::number;
 use super::named_tuple::NamedTupleType;
 use super::untrack::is_tracked;
+use crate::convert::Plan;
 use crate::snapshot::batch::{Batch, Encoded, Group};
-use crate::snapshot::{convert_chunk, Plan, Row, Source};
+use crate::snapshot::{convert_chunk, Row, Source};
 
 /// A table's conversion plan: built once per table and schema version.
 #[pyclass(frozen, module = "distributary_native")]
@@ -360,7 +361,7 @@ impl SnapshotBatch {
 
 /// Where the first `count` lines of `data` end (just after the newline of the last), or
 /// `len(data)` when it holds fewer: the byte where a snapshot batch is cut in a chunk
-/// (`cdc/capture/snapshot/read.py`'s `after_lines_reference` is the reference).
+/// (`after_lines_reference` in `tests/reference/copy_lines.py` is the reference).
 #[pyfunction]
 pub fn after_lines(data: &[u8], count: usize) -> usize {
     if count == 0 {

@@ -12,25 +12,18 @@ from psycopg import sql
 
 from cdc.capture.snapshot.copy import copy_chunks, copy_chunks_ahead
 from cdc.capture.snapshot.libpq import copy_drain
-from cdc.native import snapshot_core
 
 QUERY = sql.SQL("SELECT g, CASE WHEN g % 7 = 0 THEN NULL ELSE "
                 "'tab\tnew\nline\\back é ' || repeat('x', g % 300) END, "
                 "CASE WHEN g = 1234 THEN repeat('y', 300000) END "
                 "FROM generate_series(1, 5000) g")
 
-needs_drain = pytest.mark.skipif(
-    snapshot_core() is None or not hasattr(snapshot_core(), "CopyDrain"),
-    reason="the native core (with CopyDrain) is not installed or is switched off")
 
-
-@needs_drain
 def test_the_drain_is_used_for_psycopgs_connection(fresh_database: str) -> None:
     with psycopg.connect(fresh_database) as conn:
         assert copy_drain(conn.pgconn) is not None, "psycopg's libpq was not found"
 
 
-@needs_drain
 @pytest.mark.parametrize("chunk_bytes", [1, 4_096, 256 << 10])
 def test_the_drained_lines_are_psycopgs(fresh_database: str, chunk_bytes: int) -> None:
     with psycopg.connect(fresh_database) as conn:
@@ -45,7 +38,6 @@ def test_the_drained_lines_are_psycopgs(fresh_database: str, chunk_bytes: int) -
         assert len(chunks) > 10
 
 
-@needs_drain
 def test_an_error_in_the_middle_of_the_copy_is_raised(fresh_database: str) -> None:
     failing = sql.SQL("SELECT 1 / (g - 3000) FROM generate_series(1, 5000) g")
     with (psycopg.connect(fresh_database) as conn,
@@ -54,7 +46,6 @@ def test_an_error_in_the_middle_of_the_copy_is_raised(fresh_database: str) -> No
             pass
 
 
-@needs_drain
 def test_an_abandoned_copy_stops_its_reader(fresh_database: str) -> None:
     endless = sql.SQL("SELECT g, pg_sleep(0.001) FROM generate_series(1, 10000000) g")
     with psycopg.connect(fresh_database) as conn:

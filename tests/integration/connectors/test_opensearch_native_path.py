@@ -12,14 +12,11 @@ from opensearchpy import OpenSearch
 
 from connectors.contract import SinkEvent
 from connectors.opensearch import OpenSearchSinkConfig
-from connectors.opensearch.native_actions import opensearch_core
 from connectors.opensearch.sink import OpenSearchSink
 from connectors.opensearch.unindexed import UNINDEXED
 from tests.unit.connectors.sink_events import TableEvents
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(opensearch_core() is None, reason="the native core is not "
-                                 "built (make setup, or DISTRIBUTARY_NATIVE=0)")]
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """The wheel installs and works with no extra and with each extra alone.
 
-The wheel is built once from a copy of the sources; each case installs it into a fresh
+The wheel is built once from a copy of the sources (maturin compiles the native core from
+``native/``, reusing the checkout's build cache); each case installs it into a fresh
 virtualenv (no system site-packages) with pip, which takes the dependencies from its
-cache when it has them. The wheel holds the product's packages only (no ``compose``,
-``chaos``, ``bench`` or ``tests``). In every environment ``cdc --help``, ``cdc validate``
+cache when it has them. The wheel holds the product's packages and the native core, typed
+by its stub, only (no ``compose``, ``chaos``, ``bench`` or ``tests``); every environment
+imports the native core. In every environment ``cdc --help``, ``cdc validate``
 and ``cdc capture --help`` work, and each command whose extra is missing prints one line
 naming the extra, and nothing else, and exits with status 2; the base install captures
 from a real PostgreSQL. The environments are made two at a time; most of the time is pip.
@@ -11,6 +13,7 @@ from a real PostgreSQL. The environments are made two at a time; most of the tim
 
 from __future__ import annotations
 
+import configparser
 import os
 import shutil
 import signal
@@ -27,8 +30,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.reference.partitioner import murmur2_reference
+
 REPO = Path(__file__).resolve().parents[3]
 SOURCES = ("cdc", "connectors", "derived", "spark_pipelines")
+NATIVE = "distributary_native"
+STUB = f"{NATIVE}.pyi"
 # copied too, so that pyproject's package list is what keeps them out of the wheel
 OUTSIDE_THE_PRODUCT = ("compose", "chaos", "bench", "tests")
 PIP_TIMEOUT = 600
@@ -78,25 +85,30 @@ CHECKS = {
 }
 
 
-def run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "DISTRIBUTARY_CONFIG")}
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def run(argv: list[str], cwd: Path, timeout: float = 120,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    inherited = {key: value for key, value in os.environ.items()
+                 if key not in ("PYTHONPATH", "VIRTUAL_ENV", "DISTRIBUTARY_CONFIG")}
+    cargo = Path.home() / ".cargo" / "bin"  # where rustup puts cargo (make setup finds it)
+    inherited["PATH"] = f"{inherited.get('PATH', '')}{os.pathsep}{cargo}"
+    return subprocess.run(argv, cwd=cwd, env={**inherited, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's wheel, built once from a copy of the sources."""
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", STUB):
         shutil.copy2(REPO / name, source / name)
-    for package in (*SOURCES, *OUTSIDE_THE_PRODUCT):
+    for package in (*SOURCES, *OUTSIDE_THE_PRODUCT, "native"):
         shutil.copytree(REPO / package, source / package,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "target"))
     out = tmp_path_factory.mktemp("wheel")
+    # the checkout's build cache: only what changed since ``make setup`` is compiled
     built = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                 str(source)], cwd=source, timeout=PIP_TIMEOUT)
+                 str(source)], cwd=source, timeout=PIP_TIMEOUT,
+                env={"CARGO_TARGET_DIR": str(REPO / "native" / "target")})
     assert built.returncode == 0, built.stdout + built.stderr
     [found] = out.glob("distributary-*.whl")
     return found
@@ -149,15 +161,19 @@ def test_the_wheel_holds_the_product_and_its_sinks(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
-        registered = archive.read(entry_points).decode()
-    assert "cdc = cdc.cli:main" in registered
-    for sink in ("opensearch = connectors.opensearch:SPEC", "redis = connectors.redis:SPEC",
-                 "webhook = connectors.webhook:SPEC"):
-        assert sink in registered
+        registered = configparser.ConfigParser(delimiters=("=",))
+        registered.read_string(archive.read(entry_points).decode())
+    assert dict(registered["console_scripts"]) == {"cdc": "cdc.cli:main"}
+    assert dict(registered["distributary.sinks"]) == {
+        "opensearch": "connectors.opensearch:SPEC", "redis": "connectors.redis:SPEC",
+        "webhook": "connectors.webhook:SPEC"}
     assert "cdc/plugins/index.py" in names and "spark_pipelines/commands.py" in names
     assert "cdc/observability/static/index.html" in names
     assert {name.split("/", 1)[0] for name in names if "/" in name
-            and not name.split("/", 1)[0].endswith(".dist-info")} == set(SOURCES)
+            and not name.split("/", 1)[0].endswith(".dist-info")} == {*SOURCES, NATIVE}
+    assert {f"{NATIVE}/__init__.pyi", f"{NATIVE}/py.typed"} <= set(names)
+    assert any(name.startswith(f"{NATIVE}/{NATIVE}.") and name.endswith(".so")
+               for name in names)
     outside = tuple(f"{folder}/" for folder in OUTSIDE_THE_PRODUCT)
     assert not [name for name in names if name.startswith(outside)]
 
@@ -173,6 +189,10 @@ def test_an_install_with_one_extra(environments: Environments, extra: str | None
     assert all(name in helped.stdout for name in ("capture", "connect", "replay", "validate"))
     validated = run([cdc, "validate", "-c", "pipeline.yaml"], cwd)
     assert (validated.returncode, validated.stdout) == (0, "ok\n"), validated.stderr
+    native = run([str(bin_dir / "python"), "-c",
+                  "from cdc.native import CORE; print(CORE.murmur2(b'k'))"], cwd)
+    assert native.returncode == 0, native.stderr
+    assert int(native.stdout) == murmur2_reference(b"k")
     capture_help = run([cdc, "capture", "--help"], cwd)
     assert capture_help.returncode == 0 and "Usage: cdc capture" in capture_help.stdout
     replay_help = run([cdc, "replay", "--help"], cwd)

@@ -7,8 +7,7 @@ message decoded and fed one by one.
 Streams mix normal transactions (Begin, random row changes of ``test_native_dml``'s
 random tables, Commit), empty ones, streamed transactions in one or more blocks
 (committed, then drained), keepalives and a table's Relation sent again with another
-shape; they are cut into batches at random. Without a native build these tests skip,
-except in CI (``CI=true``).
+shape; they are cut into batches at random.
 """
 
 from __future__ import annotations
@@ -26,11 +25,9 @@ from cdc.capture.stream.native import NativeChanges
 from cdc.capture.stream.replication import Keepalive, XLogData, parse_copy_message
 from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
-from cdc.native import DmlCore
 
 from . import wire
 from .test_native_dml import CHECKS, _relation, _session, changes, insert, tables
-from .test_native_dml import core as core  # the fixture
 from .test_native_stream import streamed
 
 KEEPS_SHAPES = (Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop)
@@ -70,11 +67,10 @@ def reference(tmp_path: Path, raw: list[bytes]) -> State:
     return _state(assembler, None)
 
 
-def batched(tmp_path: Path, core: DmlCore, raw: list[bytes], cuts: list[int]) -> State:
+def batched(tmp_path: Path, raw: list[bytes], cuts: list[int]) -> State:
     """As the runner: ``feed_batch`` first, the per-message path for what it leaves."""
     decoder, assembler = _session(tmp_path, "fast")
-    native = NativeChanges.of(decoder, assembler, core)
-    assert native is not None
+    native = NativeChanges(decoder, assembler)
     bounds = sorted({0, len(raw), *cuts})
     try:
         for low, high in itertools.pairwise(bounds):
@@ -143,17 +139,17 @@ def streams(draw: st.DrawFn) -> list[bytes]:
 
 @CHECKS
 @given(st.data())
-def test_batches_leave_what_the_reference_leaves(core: DmlCore, tmp_path_factory: Any,
+def test_batches_leave_what_the_reference_leaves(tmp_path_factory: Any,
                                                  data: st.DataObject) -> None:
     raw = data.draw(streams())
     cuts = data.draw(st.lists(st.integers(0, len(raw)), max_size=4))
     expected = reference(tmp_path_factory.mktemp("r"), raw)
-    actual = batched(tmp_path_factory.mktemp("b"), core, raw, cuts)
+    actual = batched(tmp_path_factory.mktemp("b"), raw, cuts)
     assert actual == expected
     assert all(type(r) is Record for r in actual[0])
 
 
-def test_plain_transactions_are_taken_in_one_call(core: DmlCore, tmp_path: Path) -> None:
+def test_plain_transactions_are_taken_in_one_call(tmp_path: Path) -> None:
     table = [("id", 20, True), ("note", 25, False)]
     payloads = [_relation(table)]
     for xid in range(3):
@@ -165,8 +161,7 @@ def test_plain_transactions_are_taken_in_one_call(core: DmlCore, tmp_path: Path)
     payloads.append(insert([b"77", b"open"]))
     raw = [xlog(p, (1 << 32) + 0x10 * (i + 1)) for i, p in enumerate(payloads)]
     decoder, assembler = _session(tmp_path, "s")
-    native = NativeChanges.of(decoder, assembler, core)
-    assert native is not None
+    native = NativeChanges(decoder, assembler)
     batch = [memoryview(r) for r in raw]
     assert native.feed_batch(batch, 0, begins=True) == 0  # the Relation: Python's
     relation = parse_copy_message(batch[0])

@@ -7,20 +7,17 @@ random transactions of row changes: values as PostgreSQL writes them and odd one
 and without an old key or row, key changes, Deletes by key or whole row, and now and
 then a malformed message. Two sessions read the same messages: the reference (decoder,
 ``TransactionAssembler``) and the runner's fast path (``NativeChanges`` first, the
-reference for whatever it leaves); their records and errors must be equal. Without a
-native build these tests skip, except in CI (``CI=true``).
+reference for whatever it leaves); their records and errors must be equal.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import psycopg
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,7 +42,7 @@ from cdc.capture.stream.spool import StreamSpool
 from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.errors import DecodeError
 from cdc.log import Position, Record
-from cdc.native import DmlCore, dml_core, import_core
+from cdc.native import CORE
 
 from . import wire
 from .test_native_snapshot import CANONICAL, VALUES
@@ -74,17 +71,6 @@ class Unchanged:
 
 UNCHANGED = Unchanged()
 Value = bytes | Binary | Unchanged | None
-
-
-@pytest.fixture(scope="module")
-def core() -> DmlCore:
-    found = import_core()
-    if found is None or not hasattr(found, "dml_record"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed or too "
-                        "old: 'make setup' builds it (see compose/setup_native.sh)")
-        pytest.skip("the native core is not built: run 'make setup'")
-    return found  # type: ignore[return-value]
 
 
 def tuple_data(values: Sequence[Value]) -> bytes:
@@ -227,14 +213,13 @@ def _outcome(feed: Any, payload: bytes, lsn: int, assembler: TransactionAssemble
     return assembler.ready[before:]
 
 
-def run_both(tmp_path: Path, core: DmlCore, payloads: list[bytes]
+def run_both(tmp_path: Path, payloads: list[bytes]
              ) -> tuple[list[object], list[object], list[bool]]:
     """Feed both sessions every payload (at LSNs 0x10, 0x20, …): the reference's
     outcomes, the fast path's, and which messages the native core converted."""
     ref_decoder, ref = _session(tmp_path, "ref")
     decoder, assembler = _session(tmp_path, "native")
-    native = NativeChanges.of(decoder, assembler, core)
-    assert native is not None
+    native = NativeChanges(decoder, assembler)
     taken: list[bool] = []
 
     def reference(payload: bytes, lsn: int) -> None:
@@ -261,12 +246,12 @@ def _transaction(body: list[bytes], final_lsn: int = (3 << 32) + 0xFFFF0) -> lis
 
 @CHECKS
 @given(st.data())
-def test_the_fast_path_writes_the_reference_records(core: DmlCore, tmp_path_factory: Any,
-                                                    data: st.DataObject) -> None:
+def test_the_fast_path_writes_the_reference_records(tmp_path_factory: Any,
+                                                     data: st.DataObject) -> None:
     table = data.draw(tables())
     body = data.draw(st.lists(changes(table), min_size=1, max_size=8))
     payloads = [_relation(table), *_transaction([payload for payload, _ in body])]
-    expected, actual, taken = run_both(tmp_path_factory.mktemp("s"), core, payloads)
+    expected, actual, taken = run_both(tmp_path_factory.mktemp("s"), payloads)
     assert actual == expected
     for records in actual:
         if isinstance(records, list):
@@ -285,14 +270,13 @@ def _shape_of(table: list[Column], tmp_path: Path) -> tuple[Any, PgOutputDecoder
 
 @CHECKS
 @given(st.data())
-def test_events_are_the_reference_bytes(core: DmlCore, tmp_path_factory: Any,
-                                        data: st.DataObject) -> None:
+def test_events_are_the_reference_bytes(tmp_path_factory: Any, data: st.DataObject) -> None:
     table = data.draw(tables().filter(lambda t: all(oid != 17 for _, oid, _ in t)))
     shape, decoder = _shape_of(table, tmp_path_factory.mktemp("s"))
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     payload, clean = data.draw(changes(table))
-    event = core.dml_event(payload, native.plan)
+    event = CORE.dml_event(payload, native.plan)
     try:
         message = decoder.decode(payload)
     except DecodeError:
@@ -313,7 +297,7 @@ def test_events_are_the_reference_bytes(core: DmlCore, tmp_path_factory: Any,
         assert event == (events[0].key, events[0].body, events[0].tombstone)
 
 
-def test_common_changes_are_converted_natively(core: DmlCore, tmp_path: Path) -> None:
+def test_common_changes_are_converted_natively(tmp_path: Path) -> None:
     table = [("id", 20, True), ("note", 25, False), ("amount", 1700, False),
              ("price", 701, False), ("at", 1184, False), ("doc", 3802, False),
              ("day", 1082, False), ("ts", 1114, False), ("ok", 16, False)]
@@ -328,7 +312,7 @@ def test_common_changes_are_converted_natively(core: DmlCore, tmp_path: Path) ->
     body = [insert(row), insert(odd), update(toast), update(row, key, b"K"),
             update(odd, odd, b"O"), update(toast, row, b"O"), delete(key, b"K"),
             delete(row, b"O")]
-    expected, actual, taken = run_both(tmp_path, core, [_relation(table), *_transaction(body)])
+    expected, actual, taken = run_both(tmp_path, [_relation(table), *_transaction(body)])
     assert actual == expected
     assert taken == [False, False, *[True] * len(body), False]
     records = cast(list[list[Record]], actual)
@@ -336,20 +320,20 @@ def test_common_changes_are_converted_natively(core: DmlCore, tmp_path: Path) ->
     assert [r.tombstone for [r] in records[2:-1]] == [False] * 6 + [True] * 2
 
 
-def test_what_python_must_decide_takes_the_python_path(core: DmlCore, tmp_path: Path) -> None:
+def test_what_python_must_decide_takes_the_python_path(tmp_path: Path) -> None:
     table = [("id", 23, True), ("v", 701, False)]
     body = [insert([b"1", b"1e999"]),  # kept as text: unparsed
             insert([b"1", Binary(b"\x01")]),  # binary format
             insert([b"1", b"\xff"]),  # not UTF-8
             update([b"2", b"1"], [b"1", None], b"K"),  # the key changed: d + c
             insert([b"x", b"1"])]  # not an int
-    expected, actual, taken = run_both(tmp_path, core, [_relation(table), *_transaction(body)])
+    expected, actual, taken = run_both(tmp_path, [_relation(table), *_transaction(body)])
     assert actual == expected
     assert not any(taken)
     assert len(cast(list[object], actual[5])) == 2
 
 
-def test_outside_a_transaction_the_reference_decides(core: DmlCore, tmp_path: Path) -> None:
+def test_outside_a_transaction_the_reference_decides(tmp_path: Path) -> None:
     table = [("id", 23, True)]
     streamed = [wire.stream_start(9, True), wire.relation(OID, "public", "t", [(1, "id", 23, -1)],
                                                           xid=9),
@@ -358,31 +342,22 @@ def test_outside_a_transaction_the_reference_decides(core: DmlCore, tmp_path: Pa
     payloads = [_relation(table), insert([b"1"]),  # no Begin: the reference's error
                 wire.insert(OID + 1, ["1"]),  # a relation never announced
                 *streamed, *_transaction([insert([b"2"])])]
-    expected, actual, taken = run_both(tmp_path, core, payloads)
+    expected, actual, taken = run_both(tmp_path, payloads)
     assert actual == expected
     assert isinstance(actual[1], tuple) and isinstance(actual[2], tuple)
     # the streamed insert is spooled natively (``test_native_stream``), the rest not
     assert taken == [False] * 5 + [True] + [False] * 3 + [True, False]
 
 
-def test_a_new_relation_message_rebuilds_the_plan(core: DmlCore, tmp_path: Path) -> None:
+def test_a_new_relation_message_rebuilds_the_plan(tmp_path: Path) -> None:
     as_int = [("id", 23, True), ("v", 23, False)]
     as_text = [("id", 23, True), ("v", 25, False)]
     payloads = [_relation(as_int), *_transaction([insert([b"1", b"2"])]),
                 _relation(as_text), *_transaction([insert([b"1", b"2"])], (4 << 32))]
-    expected, actual, taken = run_both(tmp_path, core, payloads)
+    expected, actual, taken = run_both(tmp_path, payloads)
     assert actual == expected
     assert taken.count(True) == 2
     records = cast(list[list[Record]], actual)
     values = [r.value for r in records[2] + records[6]]
     assert b'"v":2' in values[0] and b'"v":"2"' in values[1]
 
-
-def test_the_switch_turns_the_native_path_off(monkeypatch: pytest.MonkeyPatch,
-                                              core: DmlCore, tmp_path: Path) -> None:
-    decoder, assembler = _session(tmp_path, "s")
-    monkeypatch.setenv("DISTRIBUTARY_NATIVE", "0")
-    assert dml_core() is None
-    assert NativeChanges.of(decoder, assembler) is None
-    monkeypatch.setenv("DISTRIBUTARY_NATIVE", "1")
-    assert NativeChanges.of(decoder, assembler) is not None

@@ -5,19 +5,16 @@ Random tables of the natively supported codecs (integers, bool, text, numeric, f
 dates, timestamps) get random values as PostgreSQL writes them and also odd ones (BC
 years, offsets, infinities, NaN, numbers past 64 bits or a double's range, non-UTF-8
 bytes, control characters and COPY escapes, a wrong field count), rendered as COPY text.
-Without a native build these tests skip, except in CI (``CI=true``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,22 +34,11 @@ from cdc.capture.events import CommitInfo, TableShape, complete, read_event
 from cdc.capture.snapshot.copy import copy_row
 from cdc.capture.snapshot.native import NativeTable
 from cdc.log import Position, Record
-from cdc.native import SnapshotCore, import_core, snapshot_core
+from cdc.native import CORE
 
 CHECKS = settings(max_examples=300, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LSN = (5 << 32) + 0x1234
-
-
-@pytest.fixture(scope="module")
-def core() -> SnapshotCore:
-    found = import_core()
-    if found is None or not hasattr(found, "snapshot_rows"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed or too "
-                        "old: 'make setup' builds it (see compose/setup_native.sh)")
-        pytest.skip("the native core is not built: run 'make setup'")
-    return found  # type: ignore[return-value]
 
 
 def _copy_escape(raw: bytes) -> bytes:
@@ -217,12 +203,12 @@ def _outcome(convert: Callable[[], object]) -> object:
 @CHECKS
 @given(tables())
 def test_native_rows_are_the_reference_bytes(
-        core: SnapshotCore, table: tuple[TableShape, bytes, list[bool]]) -> None:
+        table: tuple[TableShape, bytes, list[bool]]) -> None:
     shape, chunk, canonical = table
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     lines = chunk.split(b"\n")[:-1]
-    items = core.snapshot_rows(chunk, native.plan)
+    items = CORE.snapshot_rows(chunk, native.plan)
     assert len(items) == len(lines)
     for line, item, clean in zip(lines, items, canonical, strict=True):
         if isinstance(item, tuple):
@@ -237,11 +223,10 @@ def test_native_rows_are_the_reference_bytes(
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(tables(), st.integers(0, 2**40))
-def test_native_records_are_complete_events(core: SnapshotCore,
-                                            table: tuple[TableShape, bytes, list[bool]],
+def test_native_records_are_complete_events(table: tuple[TableShape, bytes, list[bool]],
                                             first_seq: int) -> None:
     shape, chunk, _ = table
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     commit = CommitInfo(b'"app"', LSN, 0, "2026-01-02T03:04:05.000006Z", snapshot=True)
     lines = chunk.split(b"\n")[:-1]
@@ -264,13 +249,13 @@ def _completed(shape: TableShape, line: bytes, commit: CommitInfo,
 @given(st.lists(st.sampled_from(list(VALUES)), min_size=1, max_size=4),
        st.binary(max_size=200))
 def test_any_bytes_give_the_reference_result_or_its_error(
-        core: SnapshotCore, codecs: list[Any], noise: bytes) -> None:
+        codecs: list[Any], noise: bytes) -> None:
     shape = _shape(tuple(codecs))
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     chunk = noise if noise.endswith(b"\n") else noise + b"\n"
     lines = chunk.split(b"\n")[:-1]
-    assert len(core.snapshot_rows(chunk, native.plan)) == len(lines)
+    assert len(CORE.snapshot_rows(chunk, native.plan)) == len(lines)
     for line in lines:
         assert (_outcome(partial(native.bodies, line + b"\n", LSN))
                 == _outcome(partial(_references, shape, [line])))
@@ -281,44 +266,34 @@ def _shape(codecs: tuple[Any, ...]) -> TableShape:
     return TableShape(1, "s", "t", "db.s.t", names, codecs, (0,), 1, b'"schema":"s"')
 
 
-def test_common_rows_are_converted_natively(core: SnapshotCore) -> None:
+def test_common_rows_are_converted_natively() -> None:
     shape = _shape((decode_int, decode_text, decode_numeric, decode_float, decode_bool,
                     decode_date, decode_timestamp, decode_timestamptz))
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     chunk = (b"1\tsome \\\\ \\t text \xc3\xa9\t12.50\t1.5e-07\tt\t2024-02-29\t"
              b"2024-02-29 10:11:12.5\t2024-02-29 10:11:12+00\n"
              b"2\t\\N\tNaN\t-Infinity\tf\tinfinity\t-infinity\tinfinity\n")
-    items = core.snapshot_rows(chunk, native.plan)
+    items = CORE.snapshot_rows(chunk, native.plan)
     assert all(isinstance(item, tuple) for item in items)
     assert items == _references(shape, chunk.split(b"\n")[:-1])
 
 
-def test_values_python_must_decide_come_back_as_lines(core: SnapshotCore) -> None:
+def test_values_python_must_decide_come_back_as_lines() -> None:
     shape = _shape((decode_int, decode_timestamptz))
-    native = NativeTable.of(shape, core)
+    native = NativeTable.of(shape)
     assert native is not None
     chunk = b"1\t2024-01-01 00:00:00+02\n2\t0044-03-15 10:00:00+00 BC\nx\t\\N\n"
-    assert core.snapshot_rows(chunk, native.plan) == chunk.split(b"\n")[:-1]
+    assert CORE.snapshot_rows(chunk, native.plan) == chunk.split(b"\n")[:-1]
     bodies = native.bodies(chunk, LSN)
     assert [k for k, _ in bodies] == [b'{"c0":1}', b'{"c0":2}', b'{"c0":"x"}']
     assert b'"c1":"2023-12-31T22:00:00Z"' in bodies[0][1]
     assert b'"unparsed":["c0"]' in bodies[2][1]
 
 
-def test_tables_with_other_codecs_stay_on_the_python_path(core: SnapshotCore) -> None:
-    assert NativeTable.of(_shape((decode_int, decode_bytea)), core) is None
-    assert NativeTable.of(_shape((decode_int, decode_text)), core) is not None
-
-
-def test_the_switch_turns_the_native_path_off(monkeypatch: pytest.MonkeyPatch,
-                                              core: SnapshotCore) -> None:
-    shape = _shape((decode_int,))
-    monkeypatch.setenv("DISTRIBUTARY_NATIVE", "0")
-    assert snapshot_core() is None
-    assert NativeTable.of(shape) is None
-    monkeypatch.setenv("DISTRIBUTARY_NATIVE", "1")
-    assert (snapshot_core() is not None) == (NativeTable.of(shape) is not None)
+def test_tables_with_other_codecs_stay_on_the_python_path() -> None:
+    assert NativeTable.of(_shape((decode_int, decode_bytea))) is None
+    assert NativeTable.of(_shape((decode_int, decode_text))) is not None
 
 
 def test_dates_move_across_offsets_like_the_reference() -> None:

@@ -1,8 +1,8 @@
 """The snapshot's natively encoded batches (``NativeTable.rows``, for the file log's
 ``append_encoded``) against the records path: the same partitions in the same order and,
-for each, byte for byte the lines ``encode_batch`` makes of the records — also across
-chunks added to one batch and for rows Python converts (fallbacks). And the log written
-both ways holds the same records."""
+for each, byte for byte the lines ``encode_batch_reference`` (tests/reference/) makes of
+the records — also across chunks added to one batch and for rows Python converts
+(fallbacks). And the log written both ways holds the same records."""
 
 from __future__ import annotations
 
@@ -16,20 +16,16 @@ from cdc.capture.events import CommitInfo, TableShape
 from cdc.capture.snapshot.native import NativeTable
 from cdc.log import Record
 from cdc.log.file import FileLog
-from cdc.log.file.codec import encode_batch
 from cdc.log.file.reader import PartitionReader
 from cdc.log.file.topics import partition_dir
-from cdc.log.partitioner import partition_for
-from cdc.native import import_core
+from tests.reference.log_codec import encode_batch_reference
+from tests.reference.partitioner import partition_for_reference
 
 LSN = (7 << 32) + 0x42
 COMMIT = CommitInfo(b'"app"', LSN, 0, "2026-01-02T03:04:05.000006Z", snapshot=True)
 
 
 def _table() -> NativeTable:
-    core = import_core()
-    if core is None or not hasattr(core, "snapshot_batch"):
-        pytest.skip("the native core is not built (or too old): run 'make setup'")
     shape = TableShape(1, "s", "t", "db.s.t", ("id", "name", "amount", "day"),
                        (decode_int, decode_text, decode_numeric, decode_date), (0,), 2,
                        b'"schema":"s","table":"t"')
@@ -55,7 +51,7 @@ def _records(table: NativeTable, chunks: list[bytes]) -> list[Record]:
 
 
 @pytest.mark.parametrize("partitions", [1, 3, 7])
-def test_encoded_lines_match_encode_batch(partitions: int) -> None:
+def test_encoded_lines_match_encode_batch_reference(partitions: int) -> None:
     table = _table()
     rng = random.Random(partitions)
     chunks = [_chunk(rng, 0, 40), _chunk(rng, 40, 1), _chunk(rng, 41, 25)]
@@ -68,7 +64,7 @@ def test_encoded_lines_match_encode_batch(partitions: int) -> None:
     records = _records(table, chunks)
     expected: dict[int, list[Record]] = {}
     for record in records:
-        p = partition_for(record.key, partitions) if partitions > 1 else 0
+        p = partition_for_reference(record.key, partitions) if partitions > 1 else 0
         expected.setdefault(p, []).append(record)
     parts = rows.parts(partitions)
     assert [part.partition for part in parts] == list(expected)
@@ -78,7 +74,8 @@ def test_encoded_lines_match_encode_batch(partitions: int) -> None:
         assert part.last_position == mine[-1].position
         for first, size, last_indexed, interval in [(0, 0, -4096, 4096), (17, 5000, 100, 300)]:
             assert part.encode(first, 1_700_000_000_123, size, last_indexed, interval) == \
-                encode_batch(mine, first, 1_700_000_000_123, size, last_indexed, interval)
+                encode_batch_reference(mine, first, 1_700_000_000_123, size, last_indexed,
+                                       interval)
 
 
 def test_append_encoded_writes_what_append_writes(tmp_path: Path) -> None:

@@ -4,8 +4,7 @@ changes inside stream blocks become the same spool frames (``spool_frame`` vs
 (``NativeChanges.drain`` vs ``TransactionAssembler.drain``), byte for byte, with the
 same ``ack_lsn``; aborted subtransactions are left out by both. The random tables and
 row changes are ``test_native_dml``'s; each change is sent in a stream block under the
-top-level xid or a subtransaction's, in one or more blocks. Without a native build
-these tests skip, except in CI (``CI=true``).
+top-level xid or a subtransaction's, in one or more blocks.
 """
 
 from __future__ import annotations
@@ -21,11 +20,9 @@ from cdc.capture.stream import native as dml_native
 from cdc.capture.stream.native import NativeChanges
 from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
-from cdc.native import DmlCore
 
 from . import wire
 from .test_native_dml import CHECKS, OID, _outcome, _relation, _session, changes, tables
-from .test_native_dml import core as core  # the fixture
 
 TOP = 900
 COMMIT_LSN = (5 << 32) + 0x4000
@@ -57,15 +54,14 @@ def drain_native(native: NativeChanges, limit: int, max_bytes: int) -> list[list
     return batches
 
 
-def run_stream(tmp_path: Path, core: DmlCore, payloads: list[bytes], limit: int,
+def run_stream(tmp_path: Path, payloads: list[bytes], limit: int,
                max_bytes: int) -> tuple[tuple[list[object], list[Record], int],
                                         tuple[list[object], list[Record], int], list[bool]]:
     """Both sessions take every payload, draining after the last (a Stream Commit):
     each one's outcomes per message, records in order and final ``ack_lsn``."""
     ref_decoder, ref = _session(tmp_path, "ref")
     decoder, assembler = _session(tmp_path, "native")
-    native = NativeChanges.of(decoder, assembler, core)
-    assert native is not None
+    native = NativeChanges(decoder, assembler)
     taken: list[bool] = []
 
     def reference(payload: bytes, lsn: int) -> None:
@@ -93,7 +89,7 @@ def run_stream(tmp_path: Path, core: DmlCore, payloads: list[bytes], limit: int,
 @CHECKS
 @given(st.data())
 def test_streamed_transactions_give_the_reference_records(
-        core: DmlCore, tmp_path_factory: Any, data: st.DataObject) -> None:
+        tmp_path_factory: Any, data: st.DataObject) -> None:
     table = data.draw(tables())
     body = data.draw(st.lists(changes(table), min_size=1, max_size=10))
     subxids = data.draw(st.lists(st.sampled_from([TOP, TOP + 1, TOP + 2]),
@@ -114,7 +110,7 @@ def test_streamed_transactions_give_the_reference_records(
     saved = dml_native.SPOOL_CHUNK
     dml_native.SPOOL_CHUNK = data.draw(st.sampled_from([7, 64, 1 << 22]))  # frames split
     try:
-        expected, actual, taken = run_stream(tmp_path_factory.mktemp("s"), core, payloads,
+        expected, actual, taken = run_stream(tmp_path_factory.mktemp("s"), payloads,
                                              limit, max_bytes)
     finally:
         dml_native.SPOOL_CHUNK = saved
@@ -126,13 +122,13 @@ def test_streamed_transactions_give_the_reference_records(
         assert any(taken), "no streamed change was converted natively"
 
 
-def test_a_plain_stream_is_converted_natively(core: DmlCore, tmp_path: Path) -> None:
+def test_a_plain_stream_is_converted_natively(tmp_path: Path) -> None:
     table = [("id", 20, True), ("note", 25, False)]
     rows = [streamed(b"I" + struct.pack(">I", OID) + b"N" + wire.tuple_data([str(i), "n"]),
                      TOP) for i in range(25)]
     payloads = [_relation(table), wire.stream_start(TOP, True), *rows, wire.stream_stop(),
                 wire.stream_commit(TOP, COMMIT_LSN, COMMIT_LSN + 8, 7_000_123)]
-    expected, actual, taken = run_stream(tmp_path, core, payloads, 10, 1 << 30)
+    expected, actual, taken = run_stream(tmp_path, payloads, 10, 1 << 30)
     assert actual == expected
     assert taken == [False, False, *[True] * 25, False, False]
     schema, *records = actual[1]  # the table's schema record, then its rows

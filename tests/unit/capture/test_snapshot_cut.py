@@ -7,13 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc.capture.snapshot.read import after_lines_reference
-from cdc.native import snapshot_core
-
-core = snapshot_core()
-native = getattr(core, "after_lines", None)
-needs_native = pytest.mark.skipif(
-    native is None, reason="the native core is not installed or predates after_lines")
+from cdc.native import CORE
+from tests.reference.copy_lines import after_lines_reference
 
 
 @pytest.mark.parametrize(("data", "count", "end"), [
@@ -24,10 +19,8 @@ def test_the_reference(data: bytes, count: int, end: int) -> None:
     assert after_lines_reference(data, count) == end
 
 
-@needs_native
 @given(st.lists(st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")), max_size=50),
        st.integers(0, 60), st.booleans())
 def test_native_is_the_reference(lines: list[bytes], count: int, torn: bool) -> None:
     data = b"".join(line + b"\n" for line in lines) + (b"rest" if torn else b"")
-    assert native is not None
-    assert native(data, count) == after_lines_reference(data, count)
+    assert CORE.after_lines(data, count) == after_lines_reference(data, count)

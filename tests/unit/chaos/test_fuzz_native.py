@@ -1,33 +1,20 @@
 """The native fuzz targets (``chaos.fuzz_native``) over their seed corpus: every target
 passes and reaches the native entry points it is for, and a panic or a native result
-that differs from the reference would be reported as a crash. Without a native build
-these tests skip, except in CI (``CI=true``)."""
+that differs from the reference would be reported as a crash."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from cdc.native import import_core
+from cdc.native import CORE
 from chaos.fuzz_native import NAMES, fuzz_with_hypothesis, one_input, seed_corpus, target_of
 from chaos.fuzz_native import targets as all_targets
 from chaos.fuzz_native_changes import _spool_root, remove_spools
 from chaos.fuzz_native_checks import NativeFault
-
-
-@pytest.fixture(scope="module")
-def core() -> Any:
-    found = import_core()
-    if found is None or not hasattr(found, "feed_batch"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed or too "
-                        "old: 'make setup' builds it (see compose/setup_native.sh)")
-        pytest.skip("the native core is not built: run 'make setup'")
-    return found
 
 
 class PanicException(BaseException):
@@ -72,8 +59,8 @@ def run_corpus(core: Any) -> Iterator[str]:
         remove_spools()
 
 
-def test_every_target_passes_its_seeds_and_reaches_the_native_core(core: Any) -> None:
-    proxy = Proxy(core)
+def test_every_target_passes_its_seeds_and_reaches_the_native_core() -> None:
+    proxy = Proxy(CORE)
     ran = Counter(run_corpus(proxy))
     assert set(ran) == set(NAMES) and min(ran.values()) >= 10
     # each entry point fed bytes from outside ran, and converted something
@@ -110,9 +97,9 @@ def _panics(target: str) -> Callable[[str, Callable[..., Any]], Callable[..., An
 
 @pytest.mark.parametrize("target", ["dml_event", "feed_batch", "snapshot_batch",
                                     "decode_lines", "spool_records"])
-def test_a_panic_is_a_crash(core: Any, target: str) -> None:
+def test_a_panic_is_a_crash(target: str) -> None:
     with pytest.raises(NativeFault, match="panicked"):
-        list(run_corpus(Proxy(core, _panics(target))))
+        list(run_corpus(Proxy(CORE, _panics(target))))
 
 
 def _wrong(target: str, alter: Callable[[Any], Any]
@@ -148,17 +135,17 @@ def _end_moved(result: Any) -> Any:
 @pytest.mark.parametrize(("target", "alter"), [
     ("dml_event", _key_changed), ("spool_records", _first_value_changed),
     ("snapshot_rows", _one_row_dropped), ("decode_lines", _end_moved)])
-def test_a_result_unlike_the_reference_is_a_crash(core: Any, target: str,
+def test_a_result_unlike_the_reference_is_a_crash(target: str,
                                                   alter: Callable[[Any], Any]) -> None:
     with pytest.raises(AssertionError, match=r"differs|dml_event"):
-        list(run_corpus(Proxy(core, _wrong(target, alter))))
+        list(run_corpus(Proxy(CORE, _wrong(target, alter))))
 
 
-def test_one_input_runs_every_target_and_removes_its_spools(core: Any) -> None:
+def test_one_input_runs_every_target_and_removes_its_spools() -> None:
     for index in range(len(NAMES)):
         one_input(bytes([index]))
         assert _spool_root.cache_info().currsize == 0
 
 
-def test_the_hypothesis_fallback_runs_for_its_budget(core: Any) -> None:
+def test_the_hypothesis_fallback_runs_for_its_budget() -> None:
     assert fuzz_with_hypothesis(0.5) >= 20

@@ -8,19 +8,14 @@ import json
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdc.log import Message, Position
+from cdc.native import CORE
 from cdc.plugins.contract import Undecoded
 from connectors.contract import SinkEvent, version_of
-from connectors.runtime import events as events_module
 from connectors.runtime.events import decode_batch
-
-CHECKS = events_module.CHECKS
-pytestmark = pytest.mark.skipif(CHECKS is None, reason="the native core is not built "
-                                "(make setup, or DISTRIBUTARY_NATIVE=0)")
 
 JSON_SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
                 | st.floats(allow_nan=False, allow_infinity=False) | st.text())
@@ -81,8 +76,7 @@ def test_generated_batches_decode_as_the_reference_does(
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(raw=VALUES)
 def test_a_value_vouched_for_is_a_json_object_orjson_decodes(raw: bytes) -> None:
-    assert CHECKS is not None
-    checked = CHECKS.sink_event_checks([message(0, 0, raw, 1, 0)])
+    checked = CORE.sink_event_checks([message(0, 0, raw, 1, 0)])
     assert checked is not None
     if checked[1] == []:
         assert isinstance(orjson.loads(raw), dict)
@@ -107,7 +101,6 @@ def test_plain_events_are_left_undecoded_and_versions_match() -> None:
 
 
 def test_a_version_past_64_bits_is_left_to_python() -> None:
-    assert CHECKS is not None
     huge = message(0, 0, b"{}", 1 << 60, 0)
-    assert CHECKS.sink_event_checks([huge]) is None
+    assert CORE.sink_event_checks([huge]) is None
     assert decode_batch([huge]).events[0].version == version_of(1 << 60, 0)

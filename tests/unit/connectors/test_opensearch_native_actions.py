@@ -27,9 +27,7 @@ from connectors.opensearch.native_actions import (
     KIND_STR,
     NativeActions,
     NativeBatch,
-    OpenSearchActionsCore,
     kind_of,
-    opensearch_core,
     vouched,
 )
 from connectors.opensearch.unindexed import _unindexed_quickly, always_fitting
@@ -39,15 +37,7 @@ from derived import encode_key
 from .sink_events import compact, sink_event
 from .test_opensearch_fast_paths import MAPPINGS, VALUES
 
-CORE = opensearch_core()
-needs_core = pytest.mark.skipif(CORE is None, reason="the native core is not built "
-                                "(make setup, or DISTRIBUTARY_NATIVE=0)")
 MAX_ID_BYTES = 512
-
-
-def core() -> OpenSearchActionsCore:
-    assert CORE is not None
-    return CORE
 
 
 def alias_of(names: TableNames) -> str:
@@ -56,7 +46,7 @@ def alias_of(names: TableNames) -> str:
 
 def native(events: list[SinkEvent], viewed: frozenset[tuple[str, str]] = frozenset()
            ) -> NativeBatch | None:
-    return NativeActions(core(), set(viewed), "app", MAX_ID_BYTES).render(events, alias_of)
+    return NativeActions(set(viewed), "app", MAX_ID_BYTES).render(events, alias_of)
 
 
 def reference(events: list[SinkEvent]) -> tuple[list[bytes], list[str], dict[str, dict[str, int]]]:
@@ -95,13 +85,11 @@ def assert_same(rendered: NativeBatch | None, events: list[SinkEvent]) -> None:
     assert {alias: kinds for alias, kinds in merged.items() if kinds} == fields
 
 
-@needs_core
 def test_the_event_fields_are_where_the_native_side_reads_them() -> None:
     assert SinkEvent._fields.index("message") == 0 and SinkEvent._fields.index("version") == 2
     assert Message._fields.index("topic") == 0 and Message._fields.index("value") == 5
 
 
-@needs_core
 def test_a_batch_of_two_tables_gives_the_same_actions() -> None:
     orders, lines = ("public", "orders"), ("s", "lines")
     events = [sink_event(orders, "c", {"id": 1}, {"id": 1, "n": 2**62, "t": "é\n\"", "f": 1.5,
@@ -118,7 +106,6 @@ def test_a_batch_of_two_tables_gives_the_same_actions() -> None:
     assert rendered.fields[1]["big"] == KIND_BIG_INT and rendered.fields[1]["x"] == KIND_NULL
 
 
-@needs_core
 def test_escaped_and_spaced_json_is_read_as_orjson_reads_it() -> None:
     def spaced(body: Any) -> str:
         return json.dumps(body, indent=1, ensure_ascii=True)
@@ -141,7 +128,6 @@ def test_escaped_and_spaced_json_is_read_as_orjson_reads_it() -> None:
     ("m", {"id": 1}, None, ()),                     # a logical message
     ("x", {"id": 1}, None, ()),                     # an unknown op
 ])
-@needs_core
 def test_what_the_native_side_leaves_to_python(op: str, key: dict[str, Any], after: Any,
                                                 unchanged: Any) -> None:
     good = sink_event(("public", "orders"), "u", {"id": 9}, {"id": 9}, 1)
@@ -150,7 +136,6 @@ def test_what_the_native_side_leaves_to_python(op: str, key: dict[str, Any], aft
                                     unchanged=unchanged)]) is None
 
 
-@needs_core
 def test_a_viewed_table_is_left_to_python() -> None:
     events = [sink_event(("public", "orders"), "u", {"id": 1}, {"id": 1}, 1)]
     assert native(events, frozenset({("public", "orders")})) is None
@@ -184,7 +169,6 @@ def plain_events(draw: st.DrawFn) -> list[SinkEvent]:
     return made
 
 
-@needs_core
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=plain_events())
 def test_generated_plain_batches_give_identical_actions(events: list[SinkEvent]) -> None:

@@ -20,24 +20,14 @@ from connectors.contract import SinkEvent
 from connectors.redis import RedisSinkConfig
 from connectors.redis.batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, RowBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
-from connectors.redis.native_rows import NativeRows, RedisRowsCore, redis_core
+from connectors.redis.native_rows import NativeRows
 from connectors.redis.plain import PlainRows
 
 from .sink_events import compact, sink_event
 
-CORE = redis_core()
-pytestmark = pytest.mark.skipif(CORE is None, reason="the native core is not built "
-                                "(make setup, or DISTRIBUTARY_NATIVE=0)")
 TTLS = (0, 0, 604_800_000)
 TEMPLATES = ["{table}:{key}", "{schema}.{table}:{key}", "{prefix}/{key.id}:{key.b}", "{key}",
              "x{topic}y{key.id}z{key}"]
-
-
-def core() -> RedisRowsCore:
-    assert CORE is not None
-    return CORE
-
-
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -62,7 +52,7 @@ def both(events: list[SinkEvent], template: str = "{table}:{key}", *,
     reference = PlainRows(config, KeyTemplates(template), "app", native=False,
                           chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)
     viewed = {view.table for view in config.views}
-    native = NativeRows(core(), KeyTemplates(template), viewed, "app", config.max_value_bytes,
+    native = NativeRows(KeyTemplates(template), viewed, "app", config.max_value_bytes,
                         chunk_rows=chunk_rows, chunk_bytes=chunk_bytes)
     return calls(native.rows(events, TTLS)), calls(reference.rows(events, TTLS))
 

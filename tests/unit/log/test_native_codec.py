@@ -3,16 +3,13 @@
 Random records (JSON-ish and arbitrary keys and values, small and huge numbers,
 tombstones) are encoded by both; chunks of lines, also mutated, truncated, reordered or
 with numbers past 64 bits, are decoded by both. murmur2 and partition_for agree for any
-bytes. Without a native build these tests skip, except in CI (``CI=true``): there
-``make setup`` builds it, so a missing module fails.
+bytes. The references live in ``tests/reference``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import types
 import zlib
 from pathlib import Path
 from typing import Any
@@ -24,33 +21,17 @@ from hypothesis import strategies as st
 from cdc.errors import LogCorruptionError
 from cdc.log import Position, Record
 from cdc.log.file import codec
-from cdc.log.file.codec import (
-    decode_lines_reference,
-    encode_batch_reference,
-    encode_record,
-)
+from cdc.log.file.codec import encode_record
 from cdc.log.file.reader import PartitionReader
 from cdc.log.file.segments import segment_name
-from cdc.log.partitioner import murmur2_reference, partition_for_reference
 from cdc.log.records import Message
-from cdc.native import NativeCore, import_core
-
-from .conftest import REPO
+from cdc.native import CORE
+from tests.reference.log_codec import decode_lines_reference, encode_batch_reference
+from tests.reference.partitioner import murmur2_reference, partition_for_reference
 
 U64 = 2**64 - 1
 CHECKS = settings(max_examples=150, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-@pytest.fixture(scope="module")
-def core() -> NativeCore:
-    found = import_core()
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed: "
-                        "'make setup' builds it (see compose/setup_native.sh)")
-        pytest.skip("the native core is not built: run 'make setup'")
-    return found
 
 
 def test_record_fields_are_where_the_native_encoder_reads_them() -> None:
@@ -80,11 +61,11 @@ records = st.builds(
 @given(batch=st.lists(records, max_size=30), first_offset=st.integers(0, 2**40),
        now_ms=numbers, size=st.integers(0, 2**40), back=st.integers(-8192, 8192),
        interval=st.integers(1, 2048))
-def test_encode_batch_is_byte_identical(core: NativeCore, batch: list[Record],
+def test_encode_batch_is_byte_identical(batch: list[Record],
                                         first_offset: int, now_ms: int, size: int, back: int,
                                         interval: int) -> None:
     args = (batch, first_offset, now_ms, size, size - back, interval)
-    native = core.encode_batch(*args)
+    native = CORE.encode_batch(*args)
     assert native == encode_batch_reference(*args)
     lines, entries, _ = native
     assert type(lines) is bytes and all(type(e) is tuple for e in entries)
@@ -93,16 +74,16 @@ def test_encode_batch_is_byte_identical(core: NativeCore, batch: list[Record],
                       r.key, r.value) for i, r in enumerate(batch))
 
 
-def test_encode_batch_names_the_bad_record(core: NativeCore) -> None:
+def test_encode_batch_names_the_bad_record() -> None:
     good = Record("t", b"1", b"2", Position(1, 2))
     spoilt: dict[str, Any] = {"key": "k", "value": None, "position": 7, "timestamp_ms": "soon"}
     for field, value in spoilt.items():
         with pytest.raises(TypeError, match=f"record 1: .*{field}"):
-            core.encode_batch([good, good._replace(**{field: value})], 0, 1, 0, 0, 4096)
+            CORE.encode_batch([good, good._replace(**{field: value})], 0, 1, 0, 0, 4096)
     with pytest.raises(TypeError, match=r"record 0 is not a cdc\.log\.Record"):
-        core.encode_batch([("t", b"1")], 0, 1, 0, 0, 4096)  # type: ignore[list-item]
+        CORE.encode_batch([("t", b"1")], 0, 1, 0, 0, 4096)  # type: ignore[list-item]
     with pytest.raises(OverflowError):
-        core.encode_batch([good, good], U64, 1, 0, 0, 4096)
+        CORE.encode_batch([good, good], U64, 1, 0, 0, 4096)
 
 
 # -- decoding --------------------------------------------------------------------------
@@ -134,8 +115,8 @@ def chunks(draw: st.DrawFn) -> bytes:
     return bytes(chunk)
 
 
-def same_decoding(core: NativeCore, *args: Any) -> None:
-    native = core.decode_lines(*args)
+def same_decoding(*args: Any) -> None:
+    native = CORE.decode_lines(*args)
     reference = decode_lines_reference(*args)
     assert native == reference
     for message in native[0]:
@@ -147,15 +128,15 @@ def same_decoding(core: NativeCore, *args: Any) -> None:
 @given(chunk=chunks(), start=st.integers(0, 400), limit=st.integers(-1, 15),
        next_offset=st.integers(0, 2**70) | st.integers(0, 20), skipping=st.booleans(),
        partition=st.integers(0, 7))
-def test_decode_lines_matches_the_reference(core: NativeCore, chunk: bytes, start: int,
+def test_decode_lines_matches_the_reference(chunk: bytes, start: int,
                                             limit: int, next_offset: int, skipping: bool,
                                             partition: int) -> None:
-    same_decoding(core, chunk, min(start, len(chunk)), limit, "app.public.t", partition,
+    same_decoding(chunk, min(start, len(chunk)), limit, "app.public.t", partition,
                   next_offset, skipping)
-    same_decoding(core, chunk, 0, 1000, "t", partition, 0, True)
+    same_decoding(chunk, 0, 1000, "t", partition, 0, True)
 
 
-def test_decode_lines_reports_each_reason_where_the_line_starts(core: NativeCore) -> None:
+def test_decode_lines_reports_each_reason_where_the_line_starts() -> None:
     first = encode_record(5, 1, Position(1, 1), False, b'{"id":1}', b'{"op":"c"}')
     second = encode_record(6, 1, Position(1, 2), False, b'{"id":2}', b'{"op":"c"}')
     crc_broken = second.replace(b'"op"', b'"oq"')
@@ -169,35 +150,27 @@ def test_decode_lines_reports_each_reason_where_the_line_starts(core: NativeCore
         first + first: "offset 5 repeats or goes backwards",
     }
     for chunk, reason in cases.items():
-        messages, end, next_offset, _, error = core.decode_lines(chunk, 0, 10, "t", 0, 0,
+        messages, end, next_offset, _, error = CORE.decode_lines(chunk, 0, 10, "t", 0, 0,
                                                                  False)
         assert [m.offset for m in messages] == [5] and next_offset == 6
         assert error == (reason, len(first)) and end == len(first)
-        same_decoding(core, chunk, 0, 10, "t", 0, 0, False)
+        same_decoding(chunk, 0, 10, "t", 0, 0, False)
     with pytest.raises(TypeError):
-        core.decode_lines("text", 0, 10, "t", 0, 0, False)  # type: ignore[arg-type]
+        CORE.decode_lines("text", 0, 10, "t", 0, 0, False)  # type: ignore[arg-type]
 
 
 # -- murmur2 ---------------------------------------------------------------------------
 @CHECKS
 @given(key=st.binary(max_size=70), partitions=st.integers(-3, 5000) | st.integers(2**31,
                                                                                   2**80))
-def test_murmur2_and_partition_for_match(core: NativeCore, key: bytes,
+def test_murmur2_and_partition_for_match(key: bytes,
                                          partitions: int) -> None:
-    assert core.murmur2(key) == murmur2_reference(key)
+    assert CORE.murmur2(key) == murmur2_reference(key)
     if partitions == 0:
         with pytest.raises(ZeroDivisionError):
-            core.partition_for(key, partitions)
+            CORE.partition_for(key, partitions)
         return
-    assert core.partition_for(key, partitions) == partition_for_reference(key, partitions)
-
-
-def test_the_switch_turns_the_native_core_off() -> None:
-    probe = ("from cdc.log.file import codec; from cdc.log import partitioner; "
-             "print(codec._decode_lines.__name__, partitioner.murmur2.__name__)")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, check=True, text=True,
-                         capture_output=True, env={**os.environ, "DISTRIBUTARY_NATIVE": "0"})
-    assert out.stdout.split() == ["decode_lines_reference", "murmur2_reference"]
+    assert CORE.partition_for(key, partitions) == partition_for_reference(key, partitions)
 
 
 # -- the reader ------------------------------------------------------------------------
@@ -230,12 +203,11 @@ def corruption_report(directory: Path, start: int) -> tuple[object, ...]:
 @pytest.mark.parametrize("spoil", ["flip", "repeat", "garbage"])
 @pytest.mark.parametrize("start", [0, 5])
 def test_the_reader_reports_corruption_exactly_as_the_reference(
-        core: NativeCore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: str,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: str,
         start: int) -> None:
     directory = tmp_path / "partition=0"
     spoilt_segment(directory, spoil)
-    monkeypatch.setattr(codec, "_decode_lines", core.decode_lines)
     native = corruption_report(directory, start)
-    monkeypatch.setattr(codec, "_decode_lines", decode_lines_reference)
+    monkeypatch.setattr(codec, "CORE", types.SimpleNamespace(decode_lines=decode_lines_reference))
     assert native == corruption_report(directory, start)
     assert native[2] == str(directory / segment_name(0))

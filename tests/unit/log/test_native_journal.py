@@ -1,19 +1,17 @@
 """The journal's batch written as buffers (``batch_buffers``, ``os.writev``) against the
 reference ``encode_batch``: the same bytes, whatever the parts; the native ``crc32``
-against ``zlib.crc32``. Without a native build the native test skips, except in CI."""
+against ``zlib.crc32``."""
 
 from __future__ import annotations
 
-import os
 import zlib
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdc.log.file.journal import Journal, batch_buffers, encode_batch, read_batches
-from cdc.native import import_core
+from cdc.native import CORE
 
 parts = st.lists(st.tuples(st.text(max_size=8).map(str.encode), st.integers(0, 2**32 - 1),
                            st.integers(0, 2**64 - 1), st.binary(max_size=300)), max_size=8)
@@ -28,13 +26,8 @@ def test_the_buffers_are_the_encoded_batch(batch: list[tuple[bytes, int, int, by
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=5000), st.integers(0, 2**32 - 1))
 def test_the_native_crc32_is_zlibs(data: bytes, value: int) -> None:
-    core = import_core()
-    if core is None or not hasattr(core, "crc32"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed or too old")
-        pytest.skip("the native core is not built: run 'make setup'")
-    assert core.crc32(data, value) == zlib.crc32(data, value)
-    assert core.crc32(data) == zlib.crc32(data)
+    assert CORE.crc32(data, value) == zlib.crc32(data, value)
+    assert CORE.crc32(data) == zlib.crc32(data)
 
 
 def test_more_buffers_than_one_writev_takes(tmp_path: Path) -> None:

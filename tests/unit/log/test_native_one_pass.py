@@ -1,13 +1,10 @@
 """The producer's one-pass path for the common batch (every record of one topic of one
 partition, none with a partition of its own): the native ``encode_topic_batch`` against
 its Python reference, the grouping that hands a one-partition batch over whole, and the
-producer writing the same lines whichever way a batch goes. Without a native build these
-tests skip, except in CI."""
+producer writing the same lines whichever way a batch goes."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +14,10 @@ from hypothesis import strategies as st
 
 from cdc.log import Position, Record
 from cdc.log.file import FileLog, FileLogSettings, codec
-from cdc.log.file import producer as producer_module
-from cdc.log.file.codec import encode_batch_reference, encode_topic_batch_reference
 from cdc.log.file.producer import FileProducer
 from cdc.log.file.segments import INDEX_ENTRY
-from cdc.native import NativeCore, import_core
+from cdc.native import CORE
+from tests.reference.log_codec import encode_batch_reference, encode_topic_batch_reference
 
 CHECKS = settings(max_examples=150, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -29,24 +25,7 @@ CHECKS = settings(max_examples=150, deadline=None,
 U64 = 2**64 - 1
 TOPIC = "app.public.one"
 
-EncodeTopic = Callable[..., Any]
-
-
-@pytest.fixture(scope="module")
-def core() -> NativeCore:
-    found = import_core()
-    if found is None or not hasattr(found, "encode_topic_batch"):
-        if os.environ.get("CI") == "true":
-            pytest.fail("the native core (distributary_native) is not installed or too "
-                        "old: 'make setup' builds it (see compose/setup_native.sh)")
-        pytest.skip("the native core is not built: run 'make setup'")
-    return found
-
-
-@pytest.fixture(scope="module")
-def encode_topic(core: NativeCore) -> EncodeTopic:
-    found: EncodeTopic = core.encode_topic_batch  # type: ignore[attr-defined]
-    return found
+encode_topic: Any = CORE.encode_topic_batch  # untyped: the tests hand it odd records
 
 
 def test_record_fields_are_where_the_one_pass_reads_them() -> None:
@@ -76,7 +55,7 @@ strays = st.builds(  # records that do not belong to the one-pass batch
        first_offset=st.integers(0, 2**40), now_ms=numbers, size=st.integers(0, 2**40),
        back=st.integers(-8192, 8192), interval=st.integers(1, 2048))
 def test_encode_topic_batch_is_the_reference(
-        encode_topic: EncodeTopic, batch: list[Record], stray: tuple[int, Record] | None,
+        batch: list[Record], stray: tuple[int, Record] | None,
         first_offset: int, now_ms: int, size: int, back: int, interval: int) -> None:
     if stray is not None:
         batch.insert(min(stray[0], len(batch)), stray[1])
@@ -93,8 +72,7 @@ def test_encode_topic_batch_is_the_reference(
         assert type(native) is tuple and type(native[1]) is bytes
 
 
-def test_encode_topic_batch_leaves_what_is_no_record_to_the_grouping(
-        encode_topic: EncodeTopic) -> None:
+def test_encode_topic_batch_leaves_what_is_no_record_to_the_grouping() -> None:
     good = Record(TOPIC, b"1", b"2", Position(1, 2))
     for odd in [("t", b"1"), 7, good._replace(partition=0), good._replace(topic="other")]:
         assert encode_topic([good, odd], TOPIC, 0, 1, 0, 0, 4096) is None
@@ -107,7 +85,7 @@ def test_the_index_entry_is_the_index_files() -> None:
     assert codec.INDEX_ENTRY.format == INDEX_ENTRY.format == ">QQ"
 
 
-def test_encode_topic_batch_names_the_bad_record(encode_topic: EncodeTopic) -> None:
+def test_encode_topic_batch_names_the_bad_record() -> None:
     good = Record(TOPIC, b"1", b"2", Position(1, 2))
     spoilt: dict[str, Any] = {"key": "k", "value": None, "position": 7, "timestamp_ms": "soon"}
     for field, value in spoilt.items():
@@ -115,14 +93,14 @@ def test_encode_topic_batch_names_the_bad_record(encode_topic: EncodeTopic) -> N
             encode_topic([good, good._replace(**{field: value})], TOPIC, 0, 1, 0, 0, 4096)
 
 
-def test_a_one_partition_batch_is_grouped_as_itself(core: NativeCore) -> None:
+def test_a_one_partition_batch_is_grouped_as_itself() -> None:
     batch = [Record(TOPIC, b"%d" % i, b"{}") for i in range(5)]
-    grouped = core.group_records(batch, {TOPIC: 1})
+    grouped = CORE.group_records(batch, {TOPIC: 1})
     assert grouped == {(TOPIC, 0): batch}
     assert grouped is not None and grouped[TOPIC, 0] is batch, "no copy of the batch"
     # a run of one partition, then others: the run becomes its partition's own list
     mixed = [*batch, Record("app.public.other", b"x", b"{}"), *batch]
-    grouped = core.group_records(mixed, {TOPIC: 1, "app.public.other": 1})
+    grouped = CORE.group_records(mixed, {TOPIC: 1, "app.public.other": 1})
     assert grouped == {(TOPIC, 0): batch + batch, ("app.public.other", 0): [mixed[5]]}
     assert grouped is not None and grouped[TOPIC, 0] is not mixed
 
@@ -133,7 +111,7 @@ runs = st.lists(st.tuples(st.sampled_from(["app.public.a", "app.public.b"]),
 
 @CHECKS
 @given(runs=runs)
-def test_runs_of_one_partition_group_as_the_reference(core: NativeCore, tmp_path: Path,
+def test_runs_of_one_partition_group_as_the_reference(tmp_path: Path,
                                                       runs: list[tuple[str, int]]) -> None:
     batch = [Record(topic, b"%d" % i, b"{}", Position(0, i))
              for topic, length in runs for i in range(length)]
@@ -145,7 +123,7 @@ def test_runs_of_one_partition_group_as_the_reference(core: NativeCore, tmp_path
     assert isinstance(producer, FileProducer)
     try:
         expected = producer._group(batch)
-        grouped = core.group_records(batch, producer._partitions)
+        grouped = CORE.group_records(batch, producer._partitions)
         assert grouped is not None
         assert list(grouped.items()) == list(expected.items())
     finally:
@@ -156,7 +134,6 @@ def _segments(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.jsonl"))}
 
 
-@pytest.mark.usefixtures("core")
 def test_the_producer_appends_the_same_lines_either_way(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def batch(n: int, topic: str = TOPIC, **changes: Any) -> list[Record]:
@@ -174,28 +151,26 @@ def test_the_producer_appends_the_same_lines_either_way(
         taken.append(whole(self, records))
         return taken[-1]
 
+    def never(self: FileProducer, records: list[Record]) -> bool:
+        return False
+
     def segments(one_pass: bool) -> dict[str, bytes]:
         root = tmp_path / ("one-pass" if one_pass else "grouped")
         log = FileLog(root, FileLogSettings(default_partitions=1))
         producer = log.producer()
-        saved = producer_module._ONE_PASS
-        producer_module._ONE_PASS = one_pass
-        try:
+        with monkeypatch.context() as patched:
+            patched.setattr(FileProducer, "_append_whole", recording if one_pass else never)
             for records in batches:
                 producer.append(records)
-        finally:
-            producer_module._ONE_PASS = saved
         log.close()
         return _segments(root)
 
-    monkeypatch.setattr(FileProducer, "_append_whole", recording)
     assert segments(True) == segments(False)
     # the first batch finds the partition count unknown; the stray and the explicit
     # partitions are grouped; an empty batch never gets there
     assert taken == [False, True, False, False, True]
 
 
-@pytest.mark.usefixtures("core")
 def test_a_one_pass_batch_that_fails_to_encode_writes_nothing(tmp_path: Path) -> None:
     log = FileLog(tmp_path / "log", FileLogSettings(default_partitions=1))
     producer = log.producer()

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +15,7 @@ from cdc.capture.lsn import format_lsn
 from connectors.contract import SinkEvent, version_of
 from connectors.redis import RedisSinkConfig
 from connectors.redis.keys import KeyTemplates
-from connectors.redis.native_rows import NativeRows, redis_core
+from connectors.redis.native_rows import NativeRows
 from spark_pipelines.columns import json_value, passes_text, table_columns
 from spark_pipelines.sink_events import RowEvents, event_batches
 from spark_pipelines.state import TableHistory
@@ -123,7 +122,6 @@ def test_a_row_of_an_older_version_keeps_its_own_columns() -> None:
                                     "flag": True}
 
 
-@pytest.mark.skipif(redis_core() is None, reason="the native core is not built")
 def test_the_redis_sinks_native_renderer_takes_a_rebuilds_batches() -> None:
     rows = [{"id": str(n), "note": f"n{n}", "flag": "true", "doc": None, "_lsn": 100 + n,
              "_seq": 0, "_key": f'{{"id":{n}}}', "_op": "d" if n % 3 == 0 else "u",
@@ -131,9 +129,7 @@ def test_the_redis_sinks_native_renderer_takes_a_rebuilds_batches() -> None:
     [batch] = event_batches(HISTORY, TOPIC, [to_json(row) for row in rows], 100)
     config = RedisSinkConfig.model_validate({"url": "redis://h:6379/0",
                                              "key_template": "items:{key}"})
-    core = redis_core()
-    assert core is not None
-    native = NativeRows(core, KeyTemplates(config.key_template), set(), "app",
+    native = NativeRows(KeyTemplates(config.key_template), set(), "app",
                         config.max_value_bytes)
     assert native.rows(batch, (0, 0, 0)) is not None  # not left to the Python loop
     assert isinstance(batch[0], SinkEvent)

@@ -5,7 +5,8 @@
 
 use super::json::{push_float, push_string, push_string_parts, push_u64};
 
-/// Which Python codec a column uses (the numbers are `cdc/capture/snapshot/native.py`'s).
+/// Which Python codec a column uses: its code is its place in `Kind::ALL`, which the module
+/// exports as `VALUE_KINDS` (codec function name → code) for `cdc/capture/snapshot/native.py`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `decode_text`: the text as a JSON string.
@@ -29,20 +30,37 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [Kind; 9] = [
+        Kind::Text,
+        Kind::Int,
+        Kind::Bool,
+        Kind::Float,
+        Kind::Numeric,
+        Kind::Date,
+        Kind::Timestamp,
+        Kind::Timestamptz,
+        Kind::Json,
+    ];
+
     /// The kind numbered `code`, or None.
     pub fn from_code(code: u8) -> Option<Kind> {
-        Some(match code {
-            0 => Kind::Text,
-            1 => Kind::Int,
-            2 => Kind::Bool,
-            3 => Kind::Float,
-            4 => Kind::Numeric,
-            5 => Kind::Date,
-            6 => Kind::Timestamp,
-            7 => Kind::Timestamptz,
-            8 => Kind::Json,
-            _ => return None,
-        })
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
+    /// The name of the Python codec (in `cdc.capture.codecs`) this kind reproduces.
+    pub fn codec(self) -> &'static str {
+        match self {
+            Kind::Text => "decode_text",
+            Kind::Int => "decode_int",
+            Kind::Bool => "decode_bool",
+            Kind::Float => "decode_float",
+            Kind::Numeric => "decode_numeric",
+            Kind::Date => "decode_date",
+            Kind::Timestamp => "decode_timestamp",
+            Kind::Timestamptz => "decode_timestamptz",
+            Kind::Json => "decode_json",
+        }
     }
 }
 
@@ -196,6 +214,18 @@ mod tests {
     fn value(kind: Kind, text: &str) -> Option<String> {
         let mut out = Vec::new();
         push_value(&mut out, kind, text.as_bytes()).then(|| String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_kind_is_found_by_its_code_and_names_its_own_codec() {
+        for (code, kind) in Kind::ALL.iter().enumerate() {
+            assert_eq!(Kind::from_code(u8::try_from(code).unwrap()), Some(*kind));
+        }
+        assert_eq!(Kind::from_code(9), None);
+        let mut codecs: Vec<&str> = Kind::ALL.iter().map(|kind| kind.codec()).collect();
+        codecs.sort_unstable();
+        codecs.dedup();
+        assert_eq!(codecs.len(), Kind::ALL.len());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 # The types of the native module `distributary_native`: every function and class that
 # native/src/python/mod.rs registers, with the names, defaults and types of the Rust
-# signatures in native/src/python/*.rs. maturin installs this file as the package's
-# `__init__.pyi`, with a `py.typed` marker; tests/unit/architecture/test_native_stub.py
-# holds it to the built module (names, parameters, defaults).
+# signatures in native/src/python/*.rs. maturin finds it here, at the project's root, and
+# ships it in the wheel as the module's `__init__.pyi`, with a `py.typed` marker;
+# tests/unit/architecture/test_native_stub.py holds it to the built module (names,
+# parameters, defaults).
 
 from collections.abc import Sequence, Set
 from typing import final
@@ -10,13 +11,21 @@ from typing import final
 from cdc.log.records import Message, Record
 from cdc.plugins.contract import SinkEvent
 
+VALUE_KINDS: dict[str, int]
+"""The name of each codec (in ``cdc.capture.codecs``) the native core reproduces → the code a
+``SnapshotPlan`` takes for it (``convert/values.rs``)."""
+FIELD_KINDS: dict[str, int]
+"""A JSON value's kind (``str``, ``int``, ``big_int``, ``float``, ``bool``, ``object``,
+``array``, ``null``) → its bit in ``opensearch_actions``' fields (``opensearch.rs``)."""
+
 # log records (encode.rs, decode.rs, group.rs, partition.rs)
 
 def encode_batch(
     records: Sequence[Record], first_offset: int, now_ms: int, size: int, last_indexed: int,
     index_interval: int,
 ) -> tuple[bytes, list[tuple[int, int]], int]:
-    """``(lines, index_entries, last_indexed)``, as ``codec.encode_batch_reference``."""
+    """``(lines, index_entries, last_indexed)``, as ``encode_batch_reference``
+    (``tests/reference/log_codec.py``)."""
 
 def encode_topic_batch(
     records: list[Record], topic: str, first_offset: int, now_ms: int, size: int,
@@ -89,10 +98,18 @@ class CopyDrain:
     ``get_copy_data`` and ``free_mem`` the addresses of ``PQgetCopyData`` and
     ``PQfreemem`` in the libpq that made it."""
 
+    MORE: int
+    """``drain``'s state: a chunk is ready, call again."""
+    WAIT: int
+    """Wait for the socket and consume input first, then call again."""
+    DONE: int
+    """The COPY ended (the last lines are in the chunk)."""
+    FAILED: int
+    """libpq failed (its error message says why)."""
+
     def __init__(self, conn: int, get_copy_data: int, free_mem: int) -> None: ...
     def drain(self, chunk_bytes: int) -> tuple[int, bytes | None]:
-        """``(state, chunk)``: state 1 call again, 0 wait for the socket and consume input
-        first, -1 the COPY ended, -2 libpq failed."""
+        """``(state, chunk)``: ``MORE``, ``WAIT``, ``DONE`` or ``FAILED``."""
 
 # streaming replication (dml.rs, spool.rs, batch.rs)
 

@@ -1,0 +1,1 @@
+"""Readable Python definitions of what the native core computes (see cdc/native.py)."""
