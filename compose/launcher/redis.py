@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from .base import (
     LOOPBACK,
@@ -16,7 +17,9 @@ from .base import (
 
 
 class RedisServer(LocalServer):
-    """A ``redis-server`` with persistence off (tests) or AOF on (``durable=True``).
+    """A ``redis-server`` with persistence off (tests) or AOF on (``durable=True``); with
+    ``tls=(certificate, key)`` it speaks only TLS on its port (``rediss://``), asking
+    clients for no certificate.
 
     ``stop_process`` and ``start_again`` take it down and bring it back on the same port
     and work directory (with ``durable=True`` it reloads its data), to test outages.
@@ -24,15 +27,18 @@ class RedisServer(LocalServer):
 
     name = "redis"
 
-    def __init__(self, *, durable: bool = False, password: str | None = None) -> None:
+    def __init__(self, *, durable: bool = False, password: str | None = None,
+                 tls: tuple[Path, Path] | None = None) -> None:
         super().__init__()
         self.port = free_port()
         self.durable = durable
         self.password = password  # requirepass: clients must log in with it
+        self.tls = tls
 
     @property
     def url(self) -> str:
-        return f"redis://{LOOPBACK}:{self.port}/0"
+        scheme = "redis" if self.tls is None else "rediss"
+        return f"{scheme}://{LOOPBACK}:{self.port}/0"
 
     def stop_process(self) -> None:
         """Stop ``redis-server`` (SIGTERM: it writes its AOF), keeping port and work dir."""
@@ -56,7 +62,12 @@ class RedisServer(LocalServer):
         if binary is None:
             raise ServerError("redis-server not found: install the Debian package "
                               "'redis-server' (make setup does)")
-        argv = [binary, "--port", str(self.port), "--bind", LOOPBACK, "--dir", str(self.workdir),
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:  # the plain port off
+            certificate, key = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file",
+                     str(certificate), "--tls-key-file", str(key), "--tls-auth-clients", "no"]
+        argv = [binary, *ports, "--bind", LOOPBACK, "--dir", str(self.workdir),
                 "--save", "", "--appendonly", "yes" if self.durable else "no",
                 "--daemonize", "no", "--protected-mode", "yes"]
         if self.password is not None:

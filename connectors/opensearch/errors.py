@@ -19,7 +19,7 @@ from __future__ import annotations
 from enum import Enum
 
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import TransportError
+from opensearchpy.exceptions import SSLError, TransportError
 
 from connectors.contract import SinkRejectedError, SinkUnavailableError
 
@@ -85,6 +85,24 @@ def translate(exc: TransportError, doing: str) -> SinkUnavailableError | SinkRej
         return unavailable(exc, doing)
     return SinkRejectedError(f"OpenSearch refused {doing}: HTTP {exc.status_code} "
                              f"{error_type_of(exc) or ''}: {_reason(exc)}")
+
+
+def login_refusal(exc: TransportError) -> tuple[str, str] | None:
+    """``(setting, why)`` when OpenSearch (or TLS) refused the connector for a reason a
+    retry cannot fix: a certificate that does not verify, TLS to a server that speaks
+    plain HTTP, a refused login; None for anything else (down, busy, …)."""
+    text = str(exc).lower()
+    if isinstance(exc, SSLError) and "certificate verify failed" in text:
+        return ("config.ca_certs", "OpenSearch's TLS certificate did not verify: check the CA "
+                "the connector trusts (config.ca_certs), that the certificate names the host "
+                "of config.hosts, and that it has not expired")
+    if isinstance(exc, SSLError) and "wrong version number" in text:
+        return ("config.hosts", "the server did not answer TLS (an https:// host that speaks "
+                "plain HTTP?): check the scheme of config.hosts")
+    if status_of(exc) == 401:
+        return ("config.password", "OpenSearch refused the login (a wrong or missing "
+                "username or password): check config.username and config.password")
+    return None
 
 
 def _reason(exc: TransportError) -> str:

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
 
+from cdc.errors import ConfigError, ConfigProblem
 from connectors.changes import Change, ChangeReader, Delete, Truncate, Upsert, upsert_record
 from connectors.contract import (
     Rejection,
@@ -52,7 +53,7 @@ from .bulk import BulkAction, delete_action, index_action, send
 from .client import make_client
 from .columns import ColumnTypes, SchemaTopicColumns
 from .config import OpenSearchSinkConfig
-from .errors import translate, unavailable
+from .errors import login_refusal, translate, unavailable
 from .indices import IndexCatalog, IndexState
 from .mapping import ColumnType, new_fields
 from .names import index_name
@@ -90,6 +91,7 @@ class OpenSearchSink:
         self._unindexed = UnindexedValues()
         self._native = NativeActions(
             {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES) if native else None
+        self._opened = False  # once connected, a refused login is retried
 
     def open(self) -> None:
         """Connect and check the cluster answers."""
@@ -99,9 +101,15 @@ class OpenSearchSink:
             client.info()
         except TransportError as exc:
             client.close()
+            refused = None if self._opened else login_refusal(exc)
+            if refused is not None:  # before the first write: fix the setting, not retry
+                field, why = refused
+                raise ConfigError([ConfigProblem(
+                    field, f"OpenSearch at {_addresses(config.hosts)}: {why}")]) from exc
             raise translate(exc, f"connecting to {_addresses(config.hosts)} "
                                  "(config.hosts)") from exc
         self._client = client
+        self._opened = True  # from now on, a refusal (credentials rotated) is retried
         self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()),
                                      replicas=config.replicas)
 

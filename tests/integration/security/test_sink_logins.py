@@ -1,6 +1,8 @@
-"""A sink whose login Redis refuses stops the connector at start-up with one line naming
-the setting (exit status 2), instead of retrying as if Redis were down; once it has
-connected, the same refusal (a password rotated mid-run) is retried."""
+"""A sink whose login Redis refuses, or whose server's TLS certificate does not verify, or
+that speaks TLS to a server that does not (Redis, OpenSearch), stops the connector at
+start-up with one line naming the setting (exit status 2), instead of retrying as if the
+server were down; once it has connected, the same refusal (a password rotated mid-run) is
+retried."""
 
 from __future__ import annotations
 
@@ -15,8 +17,12 @@ import redis
 from cdc.errors import ConfigError
 from compose.launcher.redis import RedisServer
 from connectors.contract import SinkUnavailableError
+from connectors.opensearch import OpenSearchSinkConfig
+from connectors.opensearch.sink import OpenSearchSink
 from connectors.redis import RedisSinkConfig
 from connectors.redis.sink import RedisSink
+
+from .certs import CertificateAuthority
 
 PASSWORD = "redis-Secret-5531"
 WRONG = "not-the-Secret-0077"
@@ -28,8 +34,19 @@ def locked_redis() -> Iterator[RedisServer]:
         yield server
 
 
-def sink(server: RedisServer, password: str | None) -> RedisSink:
-    settings: dict[str, object] = {"url": server.url, "timeout": "2s"}
+@pytest.fixture(scope="module")
+def tls_redis(tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[tuple[RedisServer, CertificateAuthority, CertificateAuthority]]:
+    """A Redis speaking TLS with a certificate of one CA, that CA, and another one."""
+    directory = tmp_path_factory.mktemp("redis-tls")
+    issuer = CertificateAuthority.create(directory, "issuer")
+    stranger = CertificateAuthority.create(directory, "stranger")
+    with RedisServer(tls=issuer.issue("redis", "redis", server=True)) as server:
+        yield server, issuer, stranger
+
+
+def sink(server: RedisServer, password: str | None, *, url: str | None = None) -> RedisSink:
+    settings: dict[str, object] = {"url": url or server.url, "timeout": "2s"}
     if password is not None:
         settings["password"] = password
     return RedisSink(RedisSinkConfig.model_validate(settings))
@@ -87,3 +104,42 @@ log: {{backend: file, path: "{tmp_path / 'log'}"}}
     assert "connector 'cache': config.password: Redis at 127.0.0.1:" in done.stderr, \
         done.stderr[-3000:]
     assert WRONG not in done.stdout + done.stderr
+
+
+def test_a_certificate_that_does_not_verify_is_a_config_error(
+        tls_redis: tuple[RedisServer, CertificateAuthority, CertificateAuthority]) -> None:
+    server, issuer, stranger = tls_redis
+    assert server.url.startswith("rediss://")
+    with pytest.raises(ConfigError, match=f"config.url: Redis at 127.0.0.1:{server.port}: "
+                       "Redis's TLS certificate did not verify"):
+        sink(server, None, url=f"{server.url}?ssl_ca_certs={stranger.cert}").open()
+    trusted = sink(server, None, url=f"{server.url}?ssl_ca_certs={issuer.cert}")
+    trusted.open()  # the same server, its own CA trusted
+    trusted.close()
+
+
+def test_opensearch_over_tls_to_a_plain_http_server_is_a_config_error(
+        opensearch_url: str) -> None:
+    https = opensearch_url.replace("http://", "https://", 1)
+    config = OpenSearchSinkConfig.model_validate({"hosts": [https], "request_timeout": "5s"})
+    with pytest.raises(ConfigError, match=r"config\.hosts: OpenSearch at 127\.0\.0\.1:\d+: "
+                       "the server did not answer TLS"):
+        OpenSearchSink(config).open()
+    plain = OpenSearchSink(OpenSearchSinkConfig.model_validate({"hosts": [opensearch_url]}))
+    plain.open()  # the same server, by its scheme
+    plain.close()
+
+
+def test_an_opensearch_certificate_that_does_not_verify_is_a_config_error(
+        tls_redis: tuple[RedisServer, CertificateAuthority, CertificateAuthority]) -> None:
+    # the launcher's OpenSearch has no TLS (its security plugin is not installed): the TLS
+    # endpoint here is the TLS Redis's; the handshake, where the verification fails, comes
+    # before any HTTP, so what the sink sees is what a TLS OpenSearch with that
+    # certificate gives
+    server, _, stranger = tls_redis
+    config = OpenSearchSinkConfig.model_validate({
+        "hosts": [f"https://127.0.0.1:{server.port}"], "ca_certs": str(stranger.cert),
+        "request_timeout": "5s"})
+    with pytest.raises(ConfigError, match=f"config.ca_certs: OpenSearch at 127.0.0.1:"
+                       f"{server.port}: OpenSearch's TLS certificate did not verify"):
+        OpenSearchSink(config).open()
