@@ -94,9 +94,9 @@ def after_lines(data: bytes, count: int) -> int: ...
 
 @final
 class CopyDrain:
-    """A COPY OUT's rows drained from libpq: ``conn`` is the ``PGconn *``,
-    ``get_copy_data`` and ``free_mem`` the addresses of ``PQgetCopyData`` and
-    ``PQfreemem`` in the libpq that made it."""
+    """A COPY OUT's rows drained from libpq: ``pgconn`` is psycopg's ``PGconn``,
+    ``libpq`` the path of the libpq this process loaded for psycopg, ``version``
+    ``psycopg.pq.version()`` (``TypeError``/``ValueError`` when they do not fit)."""
 
     MORE: int
     """``drain``'s state: a chunk is ready, call again."""
@@ -107,7 +107,7 @@ class CopyDrain:
     FAILED: int
     """libpq failed (its error message says why)."""
 
-    def __init__(self, conn: int, get_copy_data: int, free_mem: int) -> None: ...
+    def __init__(self, pgconn: object, libpq: str, version: int) -> None: ...
     def drain(self, chunk_bytes: int) -> tuple[int, bytes | None]:
         """``(state, chunk)``: ``MORE``, ``WAIT``, ``DONE`` or ``FAILED``."""
 

@@ -309,10 +309,9 @@ class Capture:
             repl, decoder, assembler, self._group,
             _SessionCommitter(self, repl, assembler, resume, catalog_conn, write_conn),
             self.stats,
-            LoopSettings(settings.batch_delay_s, settings.batch_events,
-                         settings.backlog_batch_events, settings.batch_bytes,
-                         heartbeat.total_seconds() if heartbeat else None, source.slot,
-                         settings.source_check_s),
+            LoopSettings(settings.batch_delay_s, settings.backlog_batch_events,
+                         settings.batch_bytes, heartbeat.total_seconds() if heartbeat else None,
+                         source.slot, settings.source_check_s),
             self._incremental, self._stop_when_snapshots_done)
         loop.run(stop)
 

@@ -2,24 +2,27 @@
 ``native/src/python/copy_drain.rs``): one call per chunk of rows instead of one Python
 call per row, the GIL released meanwhile.
 
-The native core calls the very libpq psycopg uses: the one loaded in this process (found
-in ``/proc/self/maps``; its ``PQlibVersion`` must be ``psycopg.pq.version()``), whose
-``PQgetCopyData`` and ``PQfreemem`` it is handed by address. Anywhere that cannot be
-established (not Linux, two libpq loaded) ``copy_drain`` is None and
-the COPY is read row by row through ``psycopg.pq``.
+The native core calls the very libpq psycopg uses: the one loaded in this process (its
+path found in ``/proc/self/maps``), in which it looks ``PQgetCopyData`` and ``PQfreemem``
+up itself after checking that its ``PQlibVersion`` is ``psycopg.pq.version()``. Anywhere
+that cannot be established (not Linux, two libpq loaded, another version)
+``copy_drain`` is None and the COPY is read row by row through ``psycopg.pq``.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
+import logging
 import os
 
 from psycopg import pq
 
 from cdc.native import CORE
 
+log = logging.getLogger(__name__)
 
+
+@functools.cache
 def _loaded_libpq() -> str | None:
     """The path of the one libpq mapped into this process, or None (none, or several)."""
     found: set[str] = set()
@@ -35,32 +38,20 @@ def _loaded_libpq() -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-@functools.cache
-def copy_functions() -> tuple[int, int] | None:
-    """The addresses of ``PQgetCopyData`` and ``PQfreemem`` in psycopg's libpq, or None
-    when that library cannot be told for sure."""
+def copy_drain(pgconn: pq.abc.PGconn) -> CORE.CopyDrain | None:
+    """A native drain of ``pgconn``'s COPY OUT (the connection used by nobody else until
+    the COPY ends), or None: read it row by row."""
     path = _loaded_libpq()
     if path is None:
         return None
     try:
-        library = ctypes.CDLL(path)  # already loaded: the same handle, the same library
-        library.PQlibVersion.restype = ctypes.c_int
-        if library.PQlibVersion() != pq.version():
-            return None
-        get_copy_data = ctypes.cast(library.PQgetCopyData, ctypes.c_void_p).value
-        free_mem = ctypes.cast(library.PQfreemem, ctypes.c_void_p).value
-    except (OSError, AttributeError):
+        return CORE.CopyDrain(pgconn, path, pq.version())
+    except (TypeError, ValueError) as exc:
+        _refused(str(exc))
         return None
-    if not get_copy_data or not free_mem:
-        return None
-    return get_copy_data, free_mem
 
 
-def copy_drain(pgconn: pq.abc.PGconn) -> CORE.CopyDrain | None:
-    """A native drain of ``pgconn``'s COPY OUT (the connection used by nobody else until
-    the COPY ends), or None: read it row by row."""
-    functions = copy_functions()
-    pointer: int | None = getattr(pgconn, "pgconn_ptr", None)  # not in pq.abc.PGconn
-    if functions is None or not pointer:
-        return None
-    return CORE.CopyDrain(pointer, *functions)
+@functools.cache
+def _refused(reason: str) -> None:
+    """Say once why COPY is read row by row in this process."""
+    log.info("reading COPY row by row (the native drain cannot use this libpq: %s)", reason)

@@ -71,7 +71,6 @@ class LoopSettings:
     """The loop's timings (from ``CaptureSettings``)."""
 
     batch_delay_s: float
-    batch_events: int
     backlog_batch_events: int
     batch_bytes: int
     heartbeat_s: float | None

@@ -36,6 +36,7 @@ from .writer import PartitionWriter, fsync_dir
 if TYPE_CHECKING:
     from .directory import LogDirectory
 
+
 class FileProducer:
     """Appends batches; every batch is durable (one fdatasync: the journal's, or the
     segment's for a batch of one partition) when ``append`` returns. Only one producer

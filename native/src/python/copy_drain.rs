@@ -2,23 +2,78 @@
 //! lines, the GIL released, instead of one Python call per row
 //! (`cdc/capture/snapshot/copy.py`, `cdc/capture/snapshot/libpq.py`).
 //!
-//! The libpq is psycopg's own: Python hands over the connection's `PGconn *`
-//! (`psycopg.pq.PGconn.pgconn_ptr`) and the addresses of that same library's
-//! `PQgetCopyData` and `PQfreemem`. Waiting for the socket and reading it
+//! The libpq is psycopg's own: Python hands over psycopg's `PGconn` object (whose
+//! `pgconn_ptr` is the connection's `PGconn *`), the path of the libpq loaded in this
+//! process and psycopg's `pq.version()`. The drain looks `PQgetCopyData` and `PQfreemem`
+//! up in that library itself (`dlopen` with `RTLD_NOLOAD`: a library already loaded, never
+//! a new one) after checking its `PQlibVersion`, so no argument is an address: a wrong
+//! object, path or version is an error, not a crash. Waiting for the socket and reading it
 //! (`PQconsumeInput`) stay in Python: a drain only takes the rows libpq already holds.
-#![allow(unsafe_code)] // calls into libpq; each call's soundness is argued where it is made
+#![allow(unsafe_code)] // calls into libpq and the dynamic loader; each call's soundness is argued where it is made
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyTypeMethods};
 
 /// `int PQgetCopyData(PGconn *conn, char **buffer, int async)` (libpq-fe.h).
 type GetCopyData = unsafe extern "C" fn(*mut c_void, *mut *mut c_char, c_int) -> c_int;
 /// `void PQfreemem(void *ptr)` (libpq-fe.h).
 type FreeMem = unsafe extern "C" fn(*mut c_void);
+/// `int PQlibVersion(void)` (libpq-fe.h).
+type LibVersion = unsafe extern "C" fn() -> c_int;
+
+/// The dynamic loader's interface (dlfcn.h; glibc's flag values).
+mod dl {
+    use std::ffi::{c_char, c_int, c_void};
+
+    pub const RTLD_LAZY: c_int = 0x1;
+    pub const RTLD_NOLOAD: c_int = 0x4;
+
+    extern "C" {
+        pub fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+        pub fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+        pub fn dlclose(handle: *mut c_void) -> c_int;
+    }
+}
+
+/// A reference to a library already loaded in the process, released on drop (the
+/// loader counts references: the library stays loaded at least while this lives).
+struct Loaded {
+    handle: usize, // `void *` from `dlopen`, never null
+}
+
+impl Loaded {
+    /// The library at `path` if the process has it loaded, else None (nothing is loaded).
+    fn find(path: &CStr) -> Option<Loaded> {
+        // SAFETY: `path` is a NUL-terminated string; with RTLD_NOLOAD the loader only
+        // looks the name up among the loaded objects (no file is read, no initializer
+        // runs) and returns a counted handle to it, or null.
+        let handle = unsafe { dl::dlopen(path.as_ptr(), dl::RTLD_LAZY | dl::RTLD_NOLOAD) };
+        (!handle.is_null()).then(|| Loaded {
+            handle: handle as usize,
+        })
+    }
+
+    /// The address of the exported symbol `name`, or None.
+    fn symbol(&self, name: &CStr) -> Option<usize> {
+        // SAFETY: `handle` came from `dlopen` and is not closed before drop; `name` is
+        // NUL-terminated. `dlsym` only reads the library's symbol table.
+        let address = unsafe { dl::dlsym(self.handle as *mut c_void, name.as_ptr()) };
+        (!address.is_null()).then_some(address as usize)
+    }
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        // SAFETY: `handle` came from a successful `dlopen` and is closed exactly once.
+        unsafe {
+            dl::dlclose(self.handle as *mut c_void);
+        }
+    }
+}
 
 /// What a drain ended on (the first item of `drain`'s answer; `CopyDrain.MORE`, … in Python).
 const MORE: i32 = 1; // a chunk is ready; call again at once
@@ -33,6 +88,7 @@ pub struct CopyDrain {
     get_copy_data: GetCopyData,
     free_mem: FreeMem,
     pending: Mutex<Vec<u8>>,
+    _libpq: Loaded, // keeps the library of the two functions loaded
 }
 
 #[pymethods]
@@ -46,32 +102,67 @@ impl CopyDrain {
     #[classattr]
     const FAILED: i32 = FAILED;
 
-    /// `conn`: the `PGconn *` of a connection in the COPY OUT state, used by no one else
-    /// while this drain lives (and kept open by the caller); `get_copy_data`, `free_mem`:
-    /// the addresses of `PQgetCopyData` and `PQfreemem` in the libpq that made `conn`.
+    /// `pgconn`: psycopg's `PGconn` of a connection in the COPY OUT state, used by no one
+    /// else while this drain lives (and kept open by the caller); `libpq`: the path of the
+    /// libpq this process loaded for psycopg; `version`: psycopg's `pq.version()`, which
+    /// that library's `PQlibVersion` must return.
     #[new]
-    fn new(conn: usize, get_copy_data: usize, free_mem: usize) -> PyResult<Self> {
-        if conn == 0 || get_copy_data == 0 || free_mem == 0 {
-            return Err(PyValueError::new_err(
-                "CopyDrain needs a connection and the addresses of PQgetCopyData and \
-                 PQfreemem (got a null one): pass PGconn.pgconn_ptr and libpq's functions",
-            ));
+    fn new(pgconn: &Bound<'_, PyAny>, libpq: &str, version: i32) -> PyResult<Self> {
+        let kind = pgconn.get_type();
+        let module: String = kind.module()?.extract()?;
+        if !(module.split('.').next() == Some("psycopg") || module.starts_with("psycopg_"))
+            || kind.qualname()?.to_str()? != "PGconn"
+        {
+            return Err(PyTypeError::new_err(format!(
+                "CopyDrain takes psycopg's PGconn (connection.pgconn), not {module}.{}",
+                kind.qualname()?
+            )));
         }
-        // SAFETY: the caller (cdc/capture/snapshot/libpq.py) passes the addresses of
-        // libpq's `PQgetCopyData` and `PQfreemem`, looked up by name with ctypes in the
-        // library psycopg loaded, whose C signatures are the two types above; a non-null
-        // function address transmuted to a fn pointer of its own signature is valid.
-        let (get_copy_data, free_mem) = unsafe {
+        let conn = match pgconn.getattr("pgconn_ptr")?.extract::<Option<usize>>()? {
+            Some(pointer) if pointer != 0 => pointer,
+            _ => return Err(PyValueError::new_err("the connection is closed")),
+        };
+        let path = CString::new(libpq)
+            .map_err(|_| PyValueError::new_err("the libpq path holds a NUL byte"))?;
+        let library = Loaded::find(&path).ok_or_else(|| {
+            PyValueError::new_err(format!("{libpq} is not a library this process has loaded"))
+        })?;
+        let symbol = |name: &str| {
+            CString::new(name)
+                .ok()
+                .and_then(|name| library.symbol(&name))
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!("{libpq} has no {name}: it is not libpq"))
+                })
+        };
+        let (lib_version, get_copy_data, free_mem) = (
+            symbol("PQlibVersion")?,
+            symbol("PQgetCopyData")?,
+            symbol("PQfreemem")?,
+        );
+        // SAFETY: the three addresses are the symbols of those names exported by a loaded
+        // library, which are libpq's functions of the C signatures above (libpq-fe.h); a
+        // non-null function address as a fn pointer of its own signature is valid.
+        let (lib_version, get_copy_data, free_mem) = unsafe {
             (
+                std::mem::transmute::<usize, LibVersion>(lib_version),
                 std::mem::transmute::<usize, GetCopyData>(get_copy_data),
                 std::mem::transmute::<usize, FreeMem>(free_mem),
             )
         };
+        // SAFETY: `PQlibVersion` takes nothing and only returns a constant.
+        let found = unsafe { lib_version() };
+        if found != version {
+            return Err(PyValueError::new_err(format!(
+                "{libpq} is libpq {found}, not psycopg's {version}"
+            )));
+        }
         Ok(CopyDrain {
             conn,
             get_copy_data,
             free_mem,
             pending: Mutex::new(Vec::new()),
+            _libpq: library,
         })
     }
 
@@ -101,9 +192,10 @@ impl CopyDrain {
     fn take(&self, pending: &mut Vec<u8>, chunk_bytes: usize) -> (i32, Option<Vec<u8>>) {
         loop {
             let mut buffer: *mut c_char = std::ptr::null_mut();
-            // SAFETY: `conn` is a live `PGconn *` of the libpq `get_copy_data` belongs to,
-            // used by no other thread meanwhile (the constructor's contract); `buffer` is
-            // a valid out-pointer; async mode (1) never blocks.
+            // SAFETY: `conn` is the live `PGconn *` of psycopg's connection, made by the libpq
+            // `get_copy_data` belongs to (its version is psycopg's), used by no other thread
+            // meanwhile (the constructor's contract); `buffer` is a valid out-pointer;
+            // async mode (1) never blocks.
             let length = unsafe { (self.get_copy_data)(self.conn as *mut c_void, &mut buffer, 1) };
             if length > 0 && !buffer.is_null() {
                 // SAFETY: libpq returned `length` bytes at `buffer` (a row it allocated);
