@@ -173,7 +173,7 @@ class PgOutputDecoder:
             pos += _COLUMN_TAIL.size
             columns.append(Column(bool(flags & 1), column, type_oid, modifier))
         expect_end("Relation", pos, end)
-        relation = Relation(oid, namespace, name, chr(identity), tuple(columns), xid)
+        relation = Relation(oid, namespace, name, chr(identity), tuple(columns), xid=xid)
         self.relations[oid] = relation
         return relation
 
@@ -184,7 +184,7 @@ class PgOutputDecoder:
         namespace, pos = read_cstring(data, pos + 4, "Type", "namespace")
         name, pos = read_cstring(data, pos, "Type", "type name")
         expect_end("Type", pos, end)
-        return TypeMsg(oid, namespace, name, xid)
+        return TypeMsg(oid, namespace, name, xid=xid)
 
     # -- row changes -----------------------------------------------------------------------
     def _insert(self, data: bytes, end: int) -> Message:
@@ -197,7 +197,7 @@ class PgOutputDecoder:
         columns = self._columns("Insert", oid, pos)
         new, pos = read_tuple(data, pos + 5, end, "Insert", columns)
         expect_end("Insert", pos, end)
-        return Insert(oid, new, xid)
+        return Insert(oid, new, xid=xid)
 
     def _update(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Update") if self._in_stream else (None, 1)
@@ -218,7 +218,7 @@ class PgOutputDecoder:
                                                  f"{type_name(marker)!r}")
         new, pos = read_tuple(data, pos, end, "Update", columns)
         expect_end("Update", pos, end)
-        return Update(oid, old_kind, old, new, xid)
+        return Update(oid, old_kind, old, new, xid=xid)
 
     def _delete(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Delete") if self._in_stream else (None, 1)
@@ -230,7 +230,7 @@ class PgOutputDecoder:
         columns = self._columns("Delete", oid, pos)
         old, pos = read_tuple(data, pos + 5, end, "Delete", columns)
         expect_end("Delete", pos, end)
-        return Delete(oid, "K" if marker == _K else "O", old, xid)
+        return Delete(oid, "K" if marker == _K else "O", old, xid=xid)
 
     def _truncate(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Truncate")
@@ -243,7 +243,7 @@ class PgOutputDecoder:
         oids = struct.unpack_from(f">{count}I", data, pos)
         for index, oid in enumerate(oids):
             self._columns("Truncate", oid, pos + 4 * index)
-        return Truncate(oids, bool(options & 1), bool(options & 2), xid)
+        return Truncate(oids, bool(options & 1), bool(options & 2), xid=xid)
 
     def _message(self, data: bytes, end: int) -> Message:
         xid, pos = self._xid(data, end, "Message")
@@ -255,7 +255,7 @@ class PgOutputDecoder:
         if length != end - pos - 4:
             raise DecodeError("Message", pos, f"content length {length} does not match the "
                                               f"{end - pos - 4} bytes left")
-        return LogicalMessage(bool(flags & 1), lsn, prefix, data[pos + 4:], xid)
+        return LogicalMessage(bool(flags & 1), lsn, prefix, data[pos + 4:], xid=xid)
 
     # -- protocol 2 streaming ------------------------------------------------------------
     def _stream_start(self, data: bytes, end: int) -> Message:

@@ -110,8 +110,16 @@ class Column:
     type_modifier: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InStream:
+    """A message that may come inside a streamed transaction's block (protocol 2): ``xid``
+    is that transaction's, None outside a stream; a keyword, after the message's fields."""
+
+    xid: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
-class Relation:
+class Relation(InStream):
     """``R``: the shape of a table; sent before its first change (and after DDL)."""
 
     oid: int
@@ -119,30 +127,27 @@ class Relation:
     name: str
     replica_identity: str
     columns: tuple[Column, ...]
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class TypeMsg:
+class TypeMsg(InStream):
     """``Y``: a non-built-in type a following Relation uses (reload it from pg_catalog)."""
 
     oid: int
     namespace: str
     name: str
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Insert:
+class Insert(InStream):
     """``I``: a new row."""
 
     relation_oid: int
     new: tuple[TupleValue, ...]
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Update:
+class Update(InStream):
     """``U``: a changed row; ``old_kind`` ``K`` (replica-identity key columns, the others
     NULL), ``O`` (the whole old row, REPLICA IDENTITY FULL) or None (key unchanged)."""
 
@@ -150,38 +155,34 @@ class Update:
     old_kind: OldKind | None
     old: tuple[TupleValue, ...] | None
     new: tuple[TupleValue, ...]
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Delete:
+class Delete(InStream):
     """``D``: a removed row, identified by its key (``K``) or whole old row (``O``)."""
 
     relation_oid: int
     old_kind: OldKind
     old: tuple[TupleValue, ...]
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Truncate:
+class Truncate(InStream):
     """``T``: the relations were truncated (one message for a multi-table TRUNCATE)."""
 
     relation_oids: tuple[int, ...]
     cascade: bool
     restart_identity: bool
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class LogicalMessage:
+class LogicalMessage(InStream):
     """``M``: a ``pg_logical_emit_message`` (only with the ``messages`` option)."""
 
     transactional: bool
     lsn: int
     prefix: str
     content: bytes
-    xid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,7 +118,8 @@ def test_a_streamed_drop_that_aborts_leaves_no_truncate(tmp_path: Path) -> None:
     assembler.feed(Insert(7, ("1",)), 0x110)
     assembler.feed(Commit(0, 0x200, 0x210, 0), 0x200)
     assembler.feed(StreamStart(9, True), 0x300)
-    assembler.feed(LogicalMessage(True, 0x300, DDL_PREFIX, _drop(("public", "t", 7)), 9), 0x300)
+    assembler.feed(LogicalMessage(True, 0x300, DDL_PREFIX, _drop(("public", "t", 7)), xid=9),
+                   0x300)
     assembler.feed(StreamStop(), 0x310)
     assembler.feed(StreamAbort(9, 9), 0x400)
     assembler.feed(Begin(0x600, 0, 10), 0x500)

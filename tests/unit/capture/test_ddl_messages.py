@@ -33,7 +33,7 @@ def _assembler(tmp_path: Path) -> TransactionAssembler:
 
 
 def _message(xid: int | None = None, prefix: str = DDL_PREFIX) -> LogicalMessage:
-    return LogicalMessage(True, 0x100, prefix, DDL, xid)
+    return LogicalMessage(True, 0x100, prefix, DDL, xid=xid)
 
 
 def test_a_ddl_message_goes_to_the_ddl_topic_with_its_transaction(tmp_path: Path) -> None:

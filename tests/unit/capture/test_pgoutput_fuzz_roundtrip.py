@@ -49,7 +49,7 @@ def test_relation_round_trip(oid: int, namespace: str, name: str,
     assert decoded == Relation(
         oid, namespace, name, identity.decode(),
         tuple(Column(bool(flags), column, type_oid, modifier)
-              for flags, column, type_oid, modifier in columns), xid)
+              for flags, column, type_oid, modifier in columns), xid=xid)
 
 
 def _decoder_with_relation(oid: int, width: int, xid: int | None) -> PgOutputDecoder:
@@ -68,14 +68,14 @@ def test_row_changes_round_trip(oid: int, data: st.DataObject, xid: int | None,
     new, old = data.draw(row), data.draw(row)
     decoder = _decoder_with_relation(oid, width, xid)
     assert decoder.decode(wire.insert(oid, new, xid=xid)) == Insert(
-        oid, wire.expected(new), xid)
+        oid, wire.expected(new), xid=xid)
     kind = data.draw(st.sampled_from([b"K", b"O"]))
     assert decoder.decode(wire.update(oid, new, old, kind=kind, xid=xid)) == Update(
-        oid, kind.decode(), wire.expected(old), wire.expected(new), xid)  # type: ignore[arg-type]
+        oid, kind.decode(), wire.expected(old), wire.expected(new), xid=xid)  # type: ignore[arg-type]
     assert decoder.decode(wire.update(oid, new, xid=xid)) == Update(
-        oid, None, None, wire.expected(new), xid)
+        oid, None, None, wire.expected(new), xid=xid)
     assert decoder.decode(wire.delete(oid, old, kind=kind, xid=xid)) == Delete(
-        oid, kind.decode(), wire.expected(old), xid)  # type: ignore[arg-type]
+        oid, kind.decode(), wire.expected(old), xid=xid)  # type: ignore[arg-type]
 
 
 @settings(max_examples=300)

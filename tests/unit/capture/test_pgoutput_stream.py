@@ -34,22 +34,22 @@ def test_a_streamed_transaction_from_start_to_commit() -> None:
     assert decoder.in_stream
     assert decoder.decode(wire.origin(7, "up")) == Origin(7, "up")
     assert decoder.decode(wire.type_message(16400, "public", "mood", xid=XID)) == TypeMsg(
-        16400, "public", "mood", XID)
+        16400, "public", "mood", xid=XID)
     relation = decoder.decode(wire.relation(ORDERS_OID, "public", "orders", ORDERS_COLUMNS,
                                             xid=XID))
     assert isinstance(relation, Relation)
     assert relation.xid == XID
     assert decoder.decode(wire.insert(ORDERS_OID, ROW, xid=XID)) == Insert(
-        ORDERS_OID, wire.expected(ROW), XID)
+        ORDERS_OID, wire.expected(ROW), xid=XID)
     assert decoder.decode(wire.update(ORDERS_OID, ROW, old=ROW, kind=b"O", xid=XID)) == Update(
-        ORDERS_OID, "O", wire.expected(ROW), wire.expected(ROW), XID)
+        ORDERS_OID, "O", wire.expected(ROW), wire.expected(ROW), xid=XID)
     key: list[wire.Value] = ["1", None, None, None, None, None]
     assert decoder.decode(wire.delete(ORDERS_OID, key, xid=XID)) == Delete(
-        ORDERS_OID, "K", wire.expected(key), XID)
+        ORDERS_OID, "K", wire.expected(key), xid=XID)
     assert decoder.decode(wire.truncate([ORDERS_OID], 3, xid=XID)) == Truncate(
-        (ORDERS_OID,), True, True, XID)
+        (ORDERS_OID,), True, True, xid=XID)
     assert decoder.decode(wire.message("p", b"c", 5, xid=XID)) == LogicalMessage(
-        True, 5, "p", b"c", XID)
+        True, 5, "p", b"c", xid=XID)
     assert decoder.decode(wire.stream_stop()) == StreamStop()
     assert not decoder.in_stream
     assert decoder.decode(wire.stream_start(XID, first_segment=False)) == StreamStart(XID, False)

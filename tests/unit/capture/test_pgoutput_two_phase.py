@@ -44,7 +44,7 @@ def test_a_prepared_transaction_from_begin_prepare_to_commit_prepared() -> None:
     assert decoder.decode(payload) == BeginPrepare(0x16B3000, 0x16B3100, -7, XID, GID)
     decoder.decode(wire.ORDERS)
     assert decoder.decode(wire.insert(ORDERS_OID, ROW)) == Insert(  # no xid: not streamed
-        ORDERS_OID, wire.expected(ROW), None)
+        ORDERS_OID, wire.expected(ROW), xid=None)
     assert decoder.decode(wire.prepare(0x16B3000, 0x16B3100, -7, XID, GID)) == Prepare(
         0, 0x16B3000, 0x16B3100, -7, XID, GID)
     payload = wire.commit_prepared((1 << 64) - 1, 0x16B4000, 123, XID, GID)
@@ -184,8 +184,8 @@ def test_a_streamed_transaction_prepared_then_committed(tmp_path: Path) -> None:
     assembler = _assembler(tmp_path)
     assembler.feed(StreamStart(30, True), 0x100)
     assembler.feed(_relation(7), 0x108)  # the relation of a stream block carries its xid
-    assembler.feed(Insert(7, ("1", "1.0"), 30), 0x110)
-    assembler.feed(Insert(7, ("2", "1.0"), 31), 0x118)  # a subtransaction, aborted below
+    assembler.feed(Insert(7, ("1", "1.0"), xid=30), 0x110)
+    assembler.feed(Insert(7, ("2", "1.0"), xid=31), 0x118)  # a subtransaction, aborted below
     assembler.feed(StreamStop(), 0x120)
     assembler.feed(StreamAbort(30, 31), 0x128)
     assembler.feed(StreamPrepare(0, 0x200, 0x240, 0, 30, "s"), 0x200)
@@ -201,7 +201,7 @@ def test_a_streamed_prepared_transaction_rolled_back(tmp_path: Path) -> None:
     assembler = _assembler(tmp_path)
     assembler.feed(StreamStart(30, True), 0x100)
     assembler.feed(_relation(7), 0x108)
-    assembler.feed(Insert(7, ("1", "1.0"), 30), 0x110)
+    assembler.feed(Insert(7, ("1", "1.0"), xid=30), 0x110)
     assembler.feed(StreamStop(), 0x120)
     assembler.feed(StreamPrepare(0, 0x200, 0x240, 0, 30, "s"), 0x200)
     assembler.feed(RollbackPrepared(0, 0x240, 0x340, 0, 0, 30, "s"), 0x300)
