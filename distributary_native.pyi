@@ -83,9 +83,10 @@ class SnapshotBatch:
         """``(partition, rows, last seq)`` per partition, in order of first appearance."""
 
     def encode(
-        self, group: int, first_offset: int, now_ms: int, size: int, last_indexed: int,
-        index_interval: int,
-    ) -> tuple[bytes, list[tuple[int, int]], int]: ...
+        self, group: int, segment_end: tuple[int, int, int, int, int]
+    ) -> tuple[bytes, list[tuple[int, int]], int]:
+        """``(first_offset, now_ms, size, last_indexed, index_interval)``: as
+        ``encode_batch``'s."""
 
 def snapshot_batch(
     chunk: bytes, plan: SnapshotPlan, lsn: int, source: tuple[bytes, bytes], first_seq: int

@@ -123,8 +123,8 @@ class NativePart:
     def encode(self, first_offset: int, now_ms: int, size: int, last_indexed: int,
                index_interval: int) -> tuple[bytes, list[tuple[int, int]], int]:
         """The partition's lines, as ``encode_batch`` of their records."""
-        return self._batch.encode(self._group, first_offset, now_ms, size, last_indexed,
-                                  index_interval)
+        return self._batch.encode(self._group, (first_offset, now_ms, size, last_indexed,
+                                                index_interval))
 
 
 class NativeRows:

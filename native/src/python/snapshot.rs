@@ -312,21 +312,18 @@ impl SnapshotBatch {
         })
     }
 
-    /// The lines of group `group`'s rows from `first_offset`, the first at byte `size`
-    /// of the segment: `(lines, index entries, last indexed)`, as `encode_batch`.
-    #[pyo3(signature = (group, first_offset, now_ms, size, last_indexed, index_interval))]
-    #[allow(clippy::too_many_arguments)]
+    /// The lines of group `group`'s rows at `segment_end`, `(first_offset, now_ms, size,
+    /// last_indexed, index_interval)` (the first line at byte `size` of the segment):
+    /// `(lines, index entries, last indexed)`, as `encode_batch` of the same arguments.
+    #[pyo3(signature = (group, segment_end))]
     fn encode<'py>(
         &self,
         py: Python<'py>,
         group: usize,
-        first_offset: u64,
-        now_ms: &Bound<'py, PyAny>,
-        size: i64,
-        last_indexed: i64,
-        index_interval: i64,
+        segment_end: (u64, Bound<'py, PyAny>, i64, i64, i64),
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>, i64)> {
-        let now_ms = number(now_ms)?;
+        let (first_offset, now_ms, size, last_indexed, index_interval) = segment_end;
+        let now_ms = number(&now_ms)?;
         let mut state = self.state_attached(py)?;
         let state = &mut *state;
         let rows = &state
