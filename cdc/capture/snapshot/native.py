@@ -4,9 +4,10 @@ becomes its events in one call (``native/src/snapshot/``), byte for byte what
 
 A table is converted natively when every column's codec is one the native core knows
 (``KINDS``: integers, bool, text and every type kept as text, numeric, float4/8, date,
-timestamp, timestamptz, json/jsonb); any other table stays on the Python path. A row the native
-core cannot convert exactly (a BC date, an offset other than UTC, bytes that are not
-UTF-8, …) comes back as its raw line and goes through ``read_event`` here.
+timestamp, timestamptz, json/jsonb, bytea); any other table stays on the Python path. A
+row the native core cannot convert exactly (a BC date, an offset other than UTC, bytes
+that are not UTF-8, bytea in escape output, …) comes back as its raw line and goes
+through ``read_event`` here.
 """
 
 from __future__ import annotations

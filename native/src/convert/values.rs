@@ -27,11 +27,13 @@ pub enum Kind {
     Timestamptz,
     /// `decode_json` (json and jsonb).
     Json,
+    /// `decode_bytea`: hex output (`\x…`) as base64 in a JSON string.
+    Bytea,
 }
 
 impl Kind {
     /// Every kind, in the order of their codes.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Text,
         Kind::Int,
         Kind::Bool,
@@ -41,6 +43,7 @@ impl Kind {
         Kind::Timestamp,
         Kind::Timestamptz,
         Kind::Json,
+        Kind::Bytea,
     ];
 
     /// The kind numbered `code`, or None.
@@ -60,6 +63,7 @@ impl Kind {
             Kind::Timestamp => "decode_timestamp",
             Kind::Timestamptz => "decode_timestamptz",
             Kind::Json => "decode_json",
+            Kind::Bytea => "decode_bytea",
         }
     }
 }
@@ -87,7 +91,45 @@ pub fn push_value(out: &mut Vec<u8>, kind: Kind, text: &[u8]) -> bool {
         Kind::Float => push_float_text(out, text),
         Kind::Date | Kind::Timestamp | Kind::Timestamptz => push_temporal(out, text, kind),
         Kind::Json => super::json_value::push_json(out, text),
+        Kind::Bytea => push_bytea(out, text),
     }
+}
+
+/// `decode_bytea` of hex output (`\x` then pairs of hex digits, as PostgreSQL writes it
+/// with `bytea_output = hex`): the bytes as standard base64 in a JSON string. Anything
+/// else (escape output, a stray character) goes to Python.
+fn push_bytea(out: &mut Vec<u8>, text: &[u8]) -> bool {
+    const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let Some(hex) = text.strip_prefix(b"\\x") else {
+        return false;
+    };
+    if hex.len() % 2 != 0 {
+        return false;
+    }
+    let nibble = |digit: u8| char::from(digit).to_digit(16).map(|value| value as u8);
+    let mut raw = Vec::with_capacity(hex.len() / 2);
+    for pair in hex.chunks_exact(2) {
+        let (Some(high), Some(low)) = (nibble(pair[0]), nibble(pair[1])) else {
+            return false;
+        };
+        raw.push(high << 4 | low);
+    }
+    out.reserve(raw.len().div_ceil(3) * 4 + 2);
+    out.push(b'"');
+    for group in raw.chunks(3) {
+        let bits = group.iter().enumerate().fold(0u32, |bits, (at, &byte)| {
+            bits | u32::from(byte) << (16 - 8 * at)
+        });
+        for at in 0..4 {
+            if at <= group.len() {
+                out.push(BASE64[(bits >> (18 - 6 * at) & 63) as usize]);
+            } else {
+                out.push(b'=');
+            }
+        }
+    }
+    out.push(b'"');
+    true
 }
 
 /// `int(text)` for `-?[0-9]+` within what orjson writes (a signed or unsigned 64-bit
@@ -221,11 +263,23 @@ mod tests {
         for (code, kind) in Kind::ALL.iter().enumerate() {
             assert_eq!(Kind::from_code(u8::try_from(code).unwrap()), Some(*kind));
         }
-        assert_eq!(Kind::from_code(9), None);
+        assert_eq!(Kind::from_code(10), None);
         let mut codecs: Vec<&str> = Kind::ALL.iter().map(|kind| kind.codec()).collect();
         codecs.sort_unstable();
         codecs.dedup();
         assert_eq!(codecs.len(), Kind::ALL.len());
+    }
+
+    #[test]
+    fn bytea_hex_output_is_base64() {
+        assert_eq!(value(Kind::Bytea, "\\x").unwrap(), "\"\"");
+        assert_eq!(value(Kind::Bytea, "\\x66").unwrap(), "\"Zg==\"");
+        assert_eq!(value(Kind::Bytea, "\\x666f").unwrap(), "\"Zm8=\"");
+        assert_eq!(value(Kind::Bytea, "\\x666F6f").unwrap(), "\"Zm9v\"");
+        assert_eq!(value(Kind::Bytea, "\\x00fffe80").unwrap(), "\"AP/+gA==\"");
+        for refused in ["\\x6", "\\x6g", "\\x66 6f", "abc\\000", "", "x66"] {
+            assert_eq!(value(Kind::Bytea, refused), None, "{refused}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ from cdc.capture.codecs import (
     decode_date,
     decode_float,
     decode_int,
+    decode_interval,
     decode_json,
     decode_numeric,
     decode_text,
@@ -145,6 +146,13 @@ def _json_text(value: object, ascii_only: bool, spaced: bool) -> bytes:
 
 
 CANONICAL[decode_json] = st.builds(_json_text, _JSON_PLAIN, st.booleans(), st.booleans())
+# bytea as COPY writes it (its backslash doubled): hex output, escape output, odd text
+_HEX = st.binary(max_size=40).map(lambda raw: b"\\\\x" + raw.hex().encode())
+VALUES[decode_bytea] = st.one_of(
+    _HEX, _HEX.map(bytes.upper).map(lambda text: text.replace(b"\\X", b"\\x")),
+    st.sampled_from([b"\\\\x", b"\\\\x6", b"\\\\x6g", b"\\\\x66 6f",
+                     b"abc\\\\000", b"", b"x66", b"\\\\X66"]))
+CANONICAL[decode_bytea] = _HEX
 VALUES[decode_json] = st.one_of(
     st.builds(_json_text, _JSON_ANY, st.booleans(), st.booleans()),
     st.sampled_from([b'{"a": 1, "a": 2}', b'"\\ud800"', b'"\\ud83d\\ude00"', b"1e400",
@@ -292,7 +300,8 @@ def test_values_python_must_decide_come_back_as_lines() -> None:
 
 
 def test_tables_with_other_codecs_stay_on_the_python_path() -> None:
-    assert NativeTable.of(_shape((decode_int, decode_bytea))) is None
+    assert NativeTable.of(_shape((decode_int, decode_interval))) is None
+    assert NativeTable.of(_shape((decode_int, decode_bytea))) is not None
     assert NativeTable.of(_shape((decode_int, decode_text))) is not None
 
 
