@@ -103,4 +103,4 @@ chaos: setup
 # The download cache (jars, PostgreSQL builds; /var/cache/distributary, shared by every
 # clone, or .cache/ or $DISTRIBUTARY_CACHE) is kept: remove it by hand to download again.
 clean:
-	rm -rf .data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .data .pytest_cache .mypy_cache .ruff_cache distributary.egg-info

@@ -37,6 +37,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # a checkout set up before the core was part of the package has it as a distribution of
   # its own, which would own (and could remove) the module's files
   .venv/bin/pip uninstall -q -y distributary-native >/dev/null 2>&1 || true
+  rm -rf distributary.egg-info  # setuptools' metadata from then: stale, and on sys.path
   if ! .venv/bin/pip install -q -e '.[all,dev]'; then
     echo "setup: installing the package failed (output above); its native core needs cargo" \
          "and rustc >= 1.74, a C linker and the crates pinned in native/Cargo.lock" >&2

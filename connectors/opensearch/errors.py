@@ -87,6 +87,10 @@ def translate(exc: TransportError, doing: str) -> SinkUnavailableError | SinkRej
                              f"{error_type_of(exc) or ''}: {_reason(exc)}")
 
 
+# what OpenSSL says of an answer to its TLS hello that is not TLS (plain HTTP)
+PLAIN_HTTP_ANSWERS = ("wrong version number", "record layer failure", "packet length too long")
+
+
 def login_refusal(exc: TransportError) -> tuple[str, str] | None:
     """``(setting, why)`` when OpenSearch (or TLS) refused the connector for a reason a
     retry cannot fix: a certificate that does not verify, TLS to a server that speaks
@@ -96,7 +100,8 @@ def login_refusal(exc: TransportError) -> tuple[str, str] | None:
         return ("config.ca_certs", "OpenSearch's TLS certificate did not verify: check the CA "
                 "the connector trusts (config.ca_certs), that the certificate names the host "
                 "of config.hosts, and that it has not expired")
-    if isinstance(exc, SSLError) and "wrong version number" in text:
+    if isinstance(exc, SSLError) and any(  # OpenSSL 3.0's words, then 3.2's
+            words in text for words in PLAIN_HTTP_ANSWERS):
         return ("config.hosts", "the server did not answer TLS (an https:// host that speaks "
                 "plain HTTP?): check the scheme of config.hosts")
     if status_of(exc) == 401:

@@ -25,7 +25,8 @@ type FreeMem = unsafe extern "C" fn(*mut c_void);
 /// `int PQlibVersion(void)` (libpq-fe.h).
 type LibVersion = unsafe extern "C" fn() -> c_int;
 
-/// The dynamic loader's interface (dlfcn.h; glibc's flag values).
+/// The dynamic loader's interface (dlfcn.h; glibc's flag values: `Loaded::find` answers
+/// None elsewhere).
 mod dl {
     use std::ffi::{c_char, c_int, c_void};
 
@@ -48,9 +49,12 @@ struct Loaded {
 impl Loaded {
     /// The library at `path` if the process has it loaded, else None (nothing is loaded).
     fn find(path: &CStr) -> Option<Loaded> {
-        // SAFETY: `path` is a NUL-terminated string; with RTLD_NOLOAD the loader only
-        // looks the name up among the loaded objects (no file is read, no initializer
-        // runs) and returns a counted handle to it, or null.
+        if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+            return None; // other loaders number their flags otherwise
+        }
+        // SAFETY: `path` is a NUL-terminated string; with RTLD_NOLOAD the loader never
+        // loads anything (it may open the file to compare it with what is loaded, no
+        // initializer runs) and returns a counted handle to a loaded object, or null.
         let handle = unsafe { dl::dlopen(path.as_ptr(), dl::RTLD_LAZY | dl::RTLD_NOLOAD) };
         (!handle.is_null()).then(|| Loaded {
             handle: handle as usize,
@@ -84,6 +88,7 @@ const FAILED: i32 = -2; // libpq reported an error (`PQerrorMessage`)
 /// One COPY's rows, drained from libpq (see the module doc).
 #[pyclass(frozen, module = "distributary_native")]
 pub struct CopyDrain {
+    pgconn: Py<PyAny>, // psycopg's PGconn: `conn` is drained only while it still holds it
     conn: usize,
     get_copy_data: GetCopyData,
     free_mem: FreeMem,
@@ -158,6 +163,7 @@ impl CopyDrain {
             )));
         }
         Ok(CopyDrain {
+            pgconn: pgconn.clone().unbind(),
             conn,
             get_copy_data,
             free_mem,
@@ -175,6 +181,12 @@ impl CopyDrain {
         py: Python<'py>,
         chunk_bytes: usize,
     ) -> PyResult<(i32, Option<Bound<'py, PyBytes>>)> {
+        let now = self.pgconn.bind(py).getattr("pgconn_ptr")?;
+        if now.extract::<Option<usize>>()? != Some(self.conn) {
+            return Err(PyValueError::new_err(
+                "the connection was closed during the COPY: nothing more to drain",
+            ));
+        }
         let (state, chunk) = py.detach(|| {
             let mut pending = self
                 .pending
@@ -192,10 +204,11 @@ impl CopyDrain {
     fn take(&self, pending: &mut Vec<u8>, chunk_bytes: usize) -> (i32, Option<Vec<u8>>) {
         loop {
             let mut buffer: *mut c_char = std::ptr::null_mut();
-            // SAFETY: `conn` is the live `PGconn *` of psycopg's connection, made by the libpq
-            // `get_copy_data` belongs to (its version is psycopg's), used by no other thread
-            // meanwhile (the constructor's contract); `buffer` is a valid out-pointer;
-            // async mode (1) never blocks.
+            // SAFETY: `conn` is the `PGconn *` psycopg's connection still held when `drain`
+            // began (checked with the GIL held; the connection is used by no other thread
+            // meanwhile: the constructor's contract), made by the libpq `get_copy_data`
+            // belongs to (its version is psycopg's); `buffer` is a valid out-pointer; async
+            // mode (1) never blocks.
             let length = unsafe { (self.get_copy_data)(self.conn as *mut c_void, &mut buffer, 1) };
             if length > 0 && !buffer.is_null() {
                 // SAFETY: libpq returned `length` bytes at `buffer` (a row it allocated);

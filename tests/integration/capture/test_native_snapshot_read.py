@@ -30,7 +30,7 @@ TABLE = """
 CREATE TABLE typed (
     id bigint PRIMARY KEY, small smallint, i int, flag boolean, name text,
     label varchar(20), code char(3), ident uuid, amount numeric, ratio float8,
-    little float4, day date, at timestamp, at_tz timestamptz, doc jsonb, raw json)
+    little float4, day date, at timestamp, at_tz timestamptz, doc jsonb, raw json, bin bytea)
 """
 FILL = r"""
 INSERT INTO typed SELECT g, (g %% 30000)::smallint, g * 7 - 9000000, g %% 3 = 0,
@@ -39,22 +39,24 @@ INSERT INTO typed SELECT g, (g %% 30000)::smallint, g * 7 - 9000000, g %% 3 = 0,
     date '2024-02-29' + g, timestamp '2024-02-29 10:11:12.5' + g * interval '1 minute',
     timestamptz '2024-02-29 10:11:12+02' + g * interval '1 second',
     jsonb_build_object('id', g, 'name', 'n ' || g, 'list', jsonb_build_array(1, 2.5, true)),
-    ('{"b": ' || g || ', "a": [1e5, "\\u00e9", null]}')::json
+    ('{"b": ' || g || ', "a": [1e5, "\\u00e9", null]}')::json,
+    decode(md5(g::text), 'hex')
 FROM generate_series(1, %s) g
 """
 ODD = r"""
 INSERT INTO typed VALUES
     (-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL),
+     NULL, NULL, NULL),
     (-2, -32768, -2147483648, false, '', '', '', '00000000-0000-0000-0000-000000000000',
-     'NaN', 'NaN', 'Infinity', 'infinity', '-infinity', 'infinity', '[]', '{"a":1,"a":2}'),
+     'NaN', 'NaN', 'Infinity', 'infinity', '-infinity', 'infinity', '[]', '{"a":1,"a":2}',
+     ''),
     (-3, 32767, 2147483647, true, E'\\N', E'\\', 'abc', NULL, '-Infinity', '-Infinity',
      '1e-45', '0044-03-15 BC', '0044-03-15 12:00:00 BC', '0001-01-01 00:00:00+00 BC',
-     '{"big": 12345678901234567890, "f": 0.1}', '[1.0, -0, "\t"]'),
+     '{"big": 12345678901234567890, "f": 0.1}', '[1.0, -0, "\t"]', '\x00ff80'),
     (-9223372036854775808, 0, 0, true, E'\x01\x1f', 'x', 'y', NULL,
      '123456789012345678901234567890.123456789', 1.7976931348623157e308, 3.4028235e38,
      '294276-12-31', '294276-12-31 23:59:59.999999', '1999-12-31 23:59:59.999999+00',
-     '"x"', '  {"deep": [[[{"k": "\u0000"}]]]}  ')
+     '"x"', '  {"deep": [[[{"k": "\u0000"}]]]}  ', '\x0a09')
 """
 
 NUMERIC_INFINITY_MIN_VERSION = 140000  # numeric ±Infinity (13: NaN in its place)

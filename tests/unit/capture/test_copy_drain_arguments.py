@@ -55,3 +55,14 @@ def test_a_closed_connection_is_refused(pgconn: pq.abc.PGconn) -> None:
     pgconn.finish()
     with pytest.raises(ValueError, match="the connection is closed"):
         CORE.CopyDrain(pgconn, path, pq.version())
+
+
+def test_a_connection_closed_under_a_drain_is_refused(pgconn: pq.abc.PGconn) -> None:
+    path = _loaded_libpq()
+    assert path is not None
+    drain = CORE.CopyDrain(pgconn, path, pq.version())
+    state, chunk = drain.drain(1024)  # not in a COPY: libpq says so, nothing is read
+    assert (state, chunk) == (CORE.CopyDrain.FAILED, None)
+    pgconn.finish()
+    with pytest.raises(ValueError, match="the connection was closed during the COPY"):
+        drain.drain(1024)
