@@ -8,7 +8,7 @@
 from collections.abc import Sequence, Set
 from typing import final
 
-from cdc.log.records import Message, Record
+from cdc.log.records import Message, Position, Record
 from cdc.plugins.contract import SinkEvent
 
 VALUE_KINDS: dict[str, int]
@@ -72,32 +72,48 @@ def snapshot_records(
 @final
 class SnapshotBatch:
     """A chunk's rows converted, grouped and encoded natively (made by ``snapshot_batch``;
-    it has no constructor)."""
+    it has no constructor): ``cdc.log.file.encoded.EncodedRows``."""
 
+    @property
+    def topic(self) -> str: ...
+    @property
+    def lsn(self) -> int: ...
+    @property
+    def first_seq(self) -> int: ...
     def __len__(self) -> int: ...
     def extend(
         self, chunk: bytes, plan: SnapshotPlan, source: tuple[bytes, bytes], first_seq: int
     ) -> list[tuple[int, bytes]]: ...
     def fill(self, index: int, key: bytes, value: bytes) -> None: ...
-    def group(self, count: int) -> list[tuple[int, int, int]]:
-        """``(partition, rows, last seq)`` per partition, in order of first appearance."""
+    def parts(self, partitions: int) -> list[SnapshotPart]:
+        """One part per partition, in order of first appearance."""
 
+@final
+class SnapshotPart:
+    """One partition's rows of a ``SnapshotBatch``: ``cdc.log.file.encoded.EncodedPart``."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def last_position(self) -> Position: ...
     def encode(
-        self, group: int, segment_end: tuple[int, int, int, int, int]
+        self, first_offset: int, now_ms: int, size: int, last_indexed: int, index_interval: int
     ) -> tuple[bytes, list[tuple[int, int]], int]:
-        """``(first_offset, now_ms, size, last_indexed, index_interval)``: as
-        ``encode_batch``'s."""
+        """As ``encode_batch`` of the part's records."""
 
 def snapshot_batch(
-    chunk: bytes, plan: SnapshotPlan, lsn: int, source: tuple[bytes, bytes], first_seq: int
+    chunk: bytes, plan: SnapshotPlan, topic: str, lsn: int, source: tuple[bytes, bytes],
+    first_seq: int,
 ) -> tuple[SnapshotBatch, list[tuple[int, bytes]]]: ...
 def after_lines(data: bytes, count: int) -> int: ...
 
 @final
 class CopyDrain:
     """A COPY OUT's rows drained from libpq: ``pgconn`` is psycopg's ``PGconn``,
-    ``libpq`` the path of the libpq this process loaded for psycopg, ``version``
-    ``psycopg.pq.version()`` (``TypeError``/``ValueError`` when they do not fit)."""
+    ``version`` ``psycopg.pq.version()``, which the one libpq loaded in this process must
+    have (``TypeError``/``ValueError`` when they do not fit, or no single libpq is loaded)."""
 
     MORE: int
     """``drain``'s state: a chunk is ready, call again."""
@@ -108,7 +124,7 @@ class CopyDrain:
     FAILED: int
     """libpq failed (its error message says why)."""
 
-    def __init__(self, pgconn: object, libpq: str, version: int) -> None: ...
+    def __init__(self, pgconn: object, version: int) -> None: ...
     def drain(self, chunk_bytes: int) -> tuple[int, bytes | None]:
         """``(state, chunk)``: ``MORE``, ``WAIT``, ``DONE`` or ``FAILED``."""
 
@@ -117,13 +133,6 @@ class CopyDrain:
 def dml_event(payload: bytes, plan: SnapshotPlan) -> tuple[bytes, bytes, bool] | None:
     """``(key, body, tombstone)``, None: Python converts it."""
 
-def dml_record(
-    payload: bytes, plan: SnapshotPlan, topic: str, lsn: int, head: bytes, commit_lsn: int,
-    commit_lsn_text: bytes, tail: bytes, seq: int,
-) -> Record | None: ...
-def spool_frame(
-    payload: bytes, plan: SnapshotPlan, topic: bytes, source_names: bytes, lsn: int
-) -> bytes | None: ...
 def spool_records(
     chunk: bytes, start: int, limit: int, max_bytes: int, aborted: Set[int], db: bytes,
     commit_lsn: int, commit_lsn_text: bytes, tail: bytes, first_seq: int,

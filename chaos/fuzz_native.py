@@ -5,8 +5,8 @@ each against its Python reference.
 after ``chaos.fuzz_pgoutput``). The first byte of an input picks the target, the rest is
 its input (``FUZZ_TARGET=copy`` keeps to one target):
 
-- ``change``: one pgoutput row change → ``dml_event``, ``dml_record``, ``spool_frame``;
-- ``session``: a replication stream → ``feed_batch``, ``feed``, ``spool_records`` (drain);
+- ``change``: one pgoutput row change → ``dml_event``, ``feed_batch`` (record, frame);
+- ``session``: a replication stream → ``feed_batch``, ``spool_records`` (drain);
 - ``copy``: COPY text rows → ``snapshot_rows``, ``snapshot_records``, ``snapshot_batch``;
 - ``log``: a segment chunk → ``decode_lines`` (and ``murmur2``, ``partition_for``,
   ``crc32``);

@@ -1,15 +1,15 @@
 """Fuzz targets of the native capture path against the Python reference.
 
 ``change``: one pgoutput Insert, Update or Delete (well-formed, mutated or raw bytes)
-through ``dml_event``, ``dml_record`` and ``spool_frame``: each gives None (Python
-converts it) or exactly what the decoder and ``insert_events``/``update_events``/
-``delete_events`` make of it (the record ``complete`` makes, the frame
+through ``dml_event`` and ``feed_batch`` (in a transaction, in a stream block): each
+leaves it (Python converts it) or gives exactly what the decoder and ``insert_events``/
+``update_events``/``delete_events`` make of it (the record ``complete`` makes, the frame
 ``StreamSpool.add`` writes).
 
 ``session``: a replication stream of XLogData messages (Relations, transactions,
 streamed transactions with aborts, truncates, logical messages, keepalives; some
 mutated) read twice, as the capture loop reads it: the reference decodes and assembles
-every message; the fast path hands runs to ``feed_batch``, single changes to ``feed``
+every message; the fast path hands runs to ``feed_batch``, decodes what it leaves
 and drains committed streams with ``spool_records``. Both must produce the same records
 and stop on the same error.
 """
@@ -182,8 +182,8 @@ def _reference_events(session: Session, payload: bytes, lsn: int
 
 
 def fuzz_change(core: Core, data: bytes) -> None:
-    """One row change message through ``dml_event``, ``dml_record`` and ``spool_frame``,
-    against the reference."""
+    """One row change message through ``dml_event`` and ``feed_batch`` (its record in a
+    transaction, its spool frame in a stream block), against the reference."""
     choices = Choices(data)
     oid = choices.pick([16401, 16402])  # the tables the native core converts
     payload = choices.rest() if choices.chance(4) else choices.mutate(row_change(choices, oid))
@@ -207,28 +207,33 @@ def fuzz_change(core: Core, data: bytes) -> None:
             f"dml_event differs from the reference for {payload!r}: {event!r} vs {events!r}"
 
     commit = CommitInfo(b'"app"', (3 << 32) + 0xFFF0, 731, "2024-02-29T10:11:12.5Z")
-    record = native_call("dml_record", core.dml_record, payload, native.plan, shape.topic, lsn,
-                         b',"source":{"db":%s,%s,"lsn":"' % (commit.db, shape.source_names),
-                         commit.commit_lsn, commit.commit_lsn_text, commit.tail, 5)
-    if record is not None:
-        assert isinstance(events, list) and converted, f"dml_record of {payload!r}"
+    head = b',"source":{"db":%s,%s,"lsn":"' % (commit.db, shape.source_names)
+    tables = {oid: (native.plan, shape.topic, head, shape.topic.encode(), shape.source_names)}
+    ready: list[Record] = []
+    taken, *_ = native_call(
+        "feed_batch", core.feed_batch, [memoryview(_XLOG.pack(b"w", lsn, lsn, 0) + payload)],
+        0, tables, (commit.commit_lsn, commit.commit_lsn_text, commit.tail, 5), False, False,
+        ready)
+    if taken:
+        assert isinstance(events, list) and converted, f"feed_batch took {payload!r}"
         expected = Record(shape.topic, events[0].key, complete(events[0], commit, 5),
                           Position(commit.commit_lsn, 5), events[0].tombstone)
-        assert record == expected, f"dml_record of {payload!r}: {record!r} vs {expected!r}"
-    assert (event is None) == (record is None), f"dml_event and dml_record of {payload!r}"
+        assert ready == [expected], f"feed_batch of {payload!r}: {ready!r} vs {expected!r}"
+    assert (event is None) == (not taken), f"dml_event and feed_batch of {payload!r}"
 
     streamed = payload[:1] + struct.pack(">I", XID) + payload[1:]
-    frame = native_call("spool_frame", core.spool_frame, streamed, native.plan,
-                        shape.topic.encode(), shape.source_names, lsn)
-    if frame is not None:
-        assert isinstance(events, list) and converted, f"spool_frame of {streamed!r}"
+    taken, frame, *_ = native_call(
+        "feed_batch", core.feed_batch, [memoryview(_XLOG.pack(b"w", lsn, lsn, 0) + streamed)],
+        0, tables, None, True, False, [])
+    if taken:
+        assert isinstance(events, list) and converted, f"the frame of {streamed!r}"
         spool = StreamSpool(_spool_root() / "frame")
         try:
             spool.add(1, XID, events)
             expected_frame = spool.commit(1).file.read()  # type: ignore[union-attr]
         finally:
             spool.close()
-        assert frame == expected_frame, f"spool_frame of {streamed!r}"
+        assert frame == expected_frame, f"the frame of {streamed!r}"
 
 
 # -- a whole stream --------------------------------------------------------------------
@@ -331,8 +336,8 @@ _KEEPS_SHAPES = frozenset({Begin, Commit, Insert, Update, Delete, StreamStart, S
 
 
 def _run_fast(raw: list[bytes]) -> Outcome:
-    """As ``StreamLoop.convert``: runs through ``feed_batch``, then one by one (calling
-    the native core in ``cdc.capture.stream.native``)."""
+    """As ``StreamLoop.convert``: runs through ``feed_batch`` (calling the native core in
+    ``cdc.capture.stream.native``), the messages it leaves decoded one by one."""
     state = session("fast", native_path=True)
     native = state.native
     assert native is not None
@@ -347,12 +352,10 @@ def _run_fast(raw: list[bytes]) -> Outcome:
             index += 1
             if not isinstance(message, XLogData):
                 continue  # a keepalive
-            payload = bytes(message.payload)
-            if not native_call("feed", native.feed, payload, message.start_lsn):
-                decoded = _decode(state.decoder, payload)
-                state.assembler.feed(decoded, message.start_lsn)
-                if type(decoded) not in _KEEPS_SHAPES:
-                    native.forget_tables()
+            decoded = _decode(state.decoder, bytes(message.payload))
+            state.assembler.feed(decoded, message.start_lsn)
+            if type(decoded) not in _KEEPS_SHAPES:
+                native.forget_tables()
             while state.assembler.draining:
                 native_call("drain", native.drain, 3, 200)
     except NativeFault:

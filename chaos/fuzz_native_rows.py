@@ -3,7 +3,7 @@
 ``copy``: a chunk of ``COPY … TO STDOUT`` text lines (values of every native kind, odd
 ones, escapes, wrong field counts, raw bytes) of a table, converted four ways: the
 events (``snapshot_rows``), the records (``snapshot_records``) and the encoded lines of
-each partition (``snapshot_batch``, twice ``extend``-ed in two halves, then ``group``
+each partition (``snapshot_batch``, twice ``extend``-ed in two halves, then ``parts``
 and ``encode``). Each must be what ``read_event`` and ``complete`` make of every row
 (through ``encode_batch_reference`` for the lines), or the same error.
 """

@@ -8,7 +8,8 @@ OpenSearch's limit): for those the sink's Python path would write each row as it
 ``index_action``/``delete_action`` of ``encode_key(key)`` and ``after``. The renderer
 gives those actions, and for each table the kinds of values its documents' fields hold
 (``KIND_*`` bits), from which the sink tells whether the batch maps new fields and
-whether any value may be unindexable, without a document in Python. ``None`` leaves the
+whether any value may be unindexable, without a document in Python (``tests/reference/
+field_kinds.py`` is the Python side of those bits). ``None`` leaves the
 batch to the Python path (the reference, which decides everything else: truncates,
 views, unchanged TOAST columns, bad events); ``tests/unit/connectors/
 test_opensearch_native_actions.py`` holds both to the same bytes.
@@ -24,8 +25,6 @@ from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
 TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
-Rendered: TypeAlias = tuple[list[bytes], list[str], list[int], list[TableId],
-                            list[dict[str, int]]]
 
 KIND_STR = CORE.FIELD_KINDS["str"]
 KIND_INT = CORE.FIELD_KINDS["int"]  # within a long
@@ -38,21 +37,6 @@ KIND_NULL = CORE.FIELD_KINDS["null"]
 KIND_TYPES: tuple[tuple[int, type], ...] = (
     (KIND_STR, str), (KIND_INT, int), (KIND_BIG_INT, int), (KIND_FLOAT, float),
     (KIND_BOOL, bool), (KIND_OBJECT, dict), (KIND_ARRAY, list))
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def kind_of(value: Any) -> int:
-    """The ``KIND_*`` bit of a decoded JSON value (the Python side of the renderer's)."""
-    if value is None:
-        return KIND_NULL
-    if isinstance(value, bool):
-        return KIND_BOOL
-    if isinstance(value, int):
-        return KIND_INT if _LONG_MIN <= value <= _LONG_MAX else KIND_BIG_INT
-    for bit, kind in KIND_TYPES:
-        if isinstance(value, kind):
-            return bit
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
 class NativeBatch(NamedTuple):

@@ -23,7 +23,6 @@ from .keys import KeyParts, KeyTemplates
 from .truncate import VERSION_PREFIX
 
 TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
-Rendered: TypeAlias = tuple[list[str], list[PackedCall]]  # markers, calls
 
 
 class NativeRows:

@@ -2,14 +2,18 @@
 
 PostgreSQL sends a COPY's rows one message each, and psycopg's ``Copy`` hands them over
 one Python call each: for narrow rows that costs more than converting them. Here the
-rows are drained from libpq by the native core (``libpq.copy_drain``; else one
-``PQgetCopyData`` call per row, no Python object per row kept), and the socket is waited
-on (without the GIL) only when no row is buffered. The message may hold queries before
-and after the COPY (one round trip for all): their results are read in order.
+rows are drained from libpq by the native core (``copy_drain``: ``CopyDrain`` finds the
+one libpq loaded in this process through the dynamic loader and uses it once its version
+is psycopg's; else one ``PQgetCopyData`` call per row, no Python object per row kept),
+and the socket is waited on (without the GIL) only when no row is buffered. The message
+may hold queries before and after the COPY (one round trip for all): their results are
+read in order.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import selectors
 import sys
 import threading
@@ -23,10 +27,26 @@ from psycopg.errors import error_from_result
 
 from cdc.native import CORE
 
-from .libpq import copy_drain
+log = logging.getLogger(__name__)
 
 WAIT_S = 1.0  # a wait for the socket wakes up this often (to look at ``stop``)
 WHOLE = sys.maxsize  # chunk_bytes for the data in one chunk
+
+
+def copy_drain(pgconn: pq.abc.PGconn) -> CORE.CopyDrain | None:
+    """A native drain of ``pgconn``'s COPY OUT (the connection used by nobody else until
+    the COPY ends), or None: read it row by row."""
+    try:
+        return CORE.CopyDrain(pgconn, pq.version())
+    except (TypeError, ValueError) as exc:
+        _refused(str(exc))
+        return None
+
+
+@functools.cache
+def _refused(reason: str) -> None:
+    """Say once why COPY is read row by row in this process."""
+    log.info("reading COPY row by row (the native drain cannot use this libpq: %s)", reason)
 
 
 class CopyStopped(Exception):

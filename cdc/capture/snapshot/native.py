@@ -61,25 +61,25 @@ class NativeTable:
         return prefix, b"," + commit.tail
 
     def rows(self, chunk: bytes, commit: CommitInfo, first_seq: int,
-             into: NativeRows | None = None) -> NativeRows:
-        """The records of ``chunk``'s rows (as ``records``), for the file log's
-        ``append_encoded``; the rows the native core cannot convert are converted here.
-        ``into``: rows of this table numbered up to ``first_seq``, to add these to (one
-        buffer, one journal part per partition, whatever the chunks); else new ones."""
+             into: CORE.SnapshotBatch | None = None) -> CORE.SnapshotBatch:
+        """The records of ``chunk``'s rows grouped and encoded natively, for the file
+        log's ``append_encoded`` (the same lines ``records`` make through ``append``); the
+        rows the native core cannot convert are converted here. ``into``: rows of this
+        table numbered up to ``first_seq``, to add these to (one buffer, one journal part
+        per partition, whatever the chunks); else a new batch."""
         shape = self.shape
         lsn = commit.commit_lsn
         source = self._source(commit)
-        if (into is not None and into.table is self and into.lsn == lsn
+        if (into is not None and into.topic == shape.topic and into.lsn == lsn
                 and into.first_seq + len(into) == first_seq):
-            rows, base = into, into.first_seq
-            fallbacks = into.batch.extend(chunk, self.plan, source, first_seq)
+            batch, fallbacks = into, into.extend(chunk, self.plan, source, first_seq)
         else:
-            batch, fallbacks = CORE.snapshot_batch(chunk, self.plan, lsn, source, first_seq)
-            rows, base = NativeRows(self, shape.topic, lsn, first_seq, batch), first_seq
+            batch, fallbacks = CORE.snapshot_batch(chunk, self.plan, shape.topic, lsn, source,
+                                                   first_seq)
         for index, line in fallbacks:
             event = read_event(shape, copy_row(line), lsn)
-            rows.batch.fill(index, event.key, complete(event, commit, base + index))
-        return rows
+            batch.fill(index, event.key, complete(event, commit, batch.first_seq + index))
+        return batch
 
     def bodies(self, chunk: bytes, lsn: int) -> list[tuple[bytes, bytes]]:
         """``(key, body)`` of each row of ``chunk``, as ``read_event`` gives them."""
@@ -106,51 +106,6 @@ class NativeTable:
             records[index] = Record(shape.topic, event.key, complete(event, commit, seq),
                                     Position(lsn, seq))
         return records  # type: ignore[return-value]  # every None was replaced
-
-
-class NativePart:
-    """One partition's rows of a ``NativeRows`` (``cdc.log.file.encoded.EncodedPart``)."""
-
-    __slots__ = ("_batch", "_group", "count", "last_position", "partition")
-
-    def __init__(self, batch: CORE.SnapshotBatch, group: int, partition: int, count: int,
-                 last_position: Position) -> None:
-        self._batch = batch
-        self._group = group
-        self.partition = partition
-        self.count = count
-        self.last_position = last_position
-
-    def encode(self, first_offset: int, now_ms: int, size: int, last_indexed: int,
-               index_interval: int) -> tuple[bytes, list[tuple[int, int]], int]:
-        """The partition's lines, as ``encode_batch`` of their records."""
-        return self._batch.encode(self._group, (first_offset, now_ms, size, last_indexed,
-                                                index_interval))
-
-
-class NativeRows:
-    """A chunk's records converted, grouped and encoded in the native core with no
-    ``Record`` per row (``cdc.log.file.encoded.EncodedRows``): the same lines the records
-    of ``NativeTable.records`` make through ``FileProducer.append``."""
-
-    __slots__ = ("batch", "first_seq", "lsn", "table", "topic")
-
-    def __init__(self, table: NativeTable, topic: str, lsn: int, first_seq: int,
-                 batch: CORE.SnapshotBatch) -> None:
-        self.table = table
-        self.topic = topic
-        self.lsn = lsn
-        self.first_seq = first_seq
-        self.batch = batch
-
-    def __len__(self) -> int:
-        return len(self.batch)
-
-    def parts(self, partitions: int) -> list[NativePart]:
-        """The rows per partition, partitions in order of first appearance."""
-        lsn = self.lsn
-        return [NativePart(self.batch, i, partition, count, Position(lsn, last))
-                for i, (partition, count, last) in enumerate(self.batch.group(partitions))]
 
 
 @dataclass(frozen=True, slots=True)

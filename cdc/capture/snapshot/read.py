@@ -54,7 +54,7 @@ from ..schema.shapes import ShapeRegistry
 from ..source import session
 from .catalog import CatalogTable, TableCheck, catalog_tables, snapshot_query
 from .copy import BATCH_ROWS, copy_batches, copy_chunks, copy_chunks_ahead
-from .native import CopyChunk, NativeRows, NativeTable
+from .native import CopyChunk, NativeTable
 from .progress import SnapshotProgress
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class _SnapshotWriter:
     ``BATCH_ROWS`` records; tells ``on_tables_read`` which tables are complete once their
     rows are durable. With a producer that takes rows encoded natively
     (``append_encoded``), chunks converted by the native core stay in one native buffer
-    (``NativeRows``) instead of a ``Record`` per row; batches are cut the same.
+    (``SnapshotBatch``) instead of a ``Record`` per row; batches are cut the same.
 
     A batch is appended in a thread of its own while the next one is converted: one
     batch in flight at a time, appended (and its tables reported) in order; the producer
@@ -97,7 +97,7 @@ class _SnapshotWriter:
         self.truncates = 0
         self._on_tables_read = on_tables_read
         # the batch being filled, in order: runs of records, and natively encoded rows
-        self._parts: list[list[Record] | NativeRows] = []
+        self._parts: list[list[Record] | CORE.SnapshotBatch] = []
         self._count = 0  # records in ``_parts``
         self._append_encoded = getattr(producer, "append_encoded", None)
         self._done: list[str] = []
@@ -165,7 +165,7 @@ class _SnapshotWriter:
             else:
                 head, taken = data, lines
             last = self._parts[-1] if self._parts else None
-            into = last if isinstance(last, NativeRows) else None
+            into = last if isinstance(last, CORE.SnapshotBatch) else None
             rows = table.rows(head, self.commit, self.seq, into)
             if rows is not into:
                 self._parts.append(rows)
@@ -237,13 +237,13 @@ class _SnapshotWriter:
             self._appender = ThreadPoolExecutor(1, thread_name_prefix="snapshot-append")
         self._in_flight = self._appender.submit(self._append, parts, done)
 
-    def _append(self, parts: list[list[Record] | NativeRows], done: list[str]) -> None:
+    def _append(self, parts: list[list[Record] | CORE.SnapshotBatch], done: list[str]) -> None:
         """Append one batch (durable on return), then report the tables it completed."""
         if parts:
             if len(parts) == 1 and isinstance(parts[0], list):
                 self.producer.append(parts[0])  # durable when it returns
             else:
-                assert self._append_encoded is not None  # NativeRows only then
+                assert self._append_encoded is not None  # SnapshotBatch only then
                 self._append_encoded(parts)  # durable when it returns
             crash_point("snapshot_batch")
         if done and self._on_tables_read is not None:

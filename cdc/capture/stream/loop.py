@@ -173,15 +173,12 @@ class StreamLoop:
             self.committer.acknowledge(self.stats.acked_lsn, force=True)
 
     def change(self, message: XLogData, now: float) -> None:
-        """One message the native core did not take: its record natively if it can (a row
-        change, or its spool frame in a streamed transaction), else decoded and assembled."""
+        """One message the native core did not take: decoded and assembled."""
         self.last_data = now
         self.stats.received_lsn = message.end_lsn  # the server's WAL end as sent
         if not self.assembler.ready:
             self.batch_started = now
-        payload = bytes(message.payload)  # the one copy (the decoder's, else)
-        if not self.native.feed(payload, message.start_lsn):
-            self.assemble(self.decoder.decode(payload), message.start_lsn)
+        self.assemble(self.decoder.decode(bytes(message.payload)), message.start_lsn)
         self.advance_when_idle(message.end_lsn)  # e.g. past a heartbeat message
         self.drain()
         self.commit_if_due(now)

@@ -1,15 +1,14 @@
-"""Streamed row changes through the native core: one pgoutput Insert, Update or Delete
-message becomes its log record in one call (``native/src/pgoutput/``), byte for byte
-what the decoder, ``insert_events``/``update_events``/``delete_events`` and ``complete``
-make of it.
+"""Streamed row changes through the native core (``native/src/pgoutput/``): the plain
+messages of a batch as received become their log records (or spool frames) in one call,
+byte for byte what the decoder, ``insert_events``/``update_events``/``delete_events`` and
+``complete`` make of them.
 
-``NativeChanges.feed`` takes a message the capture received. It converts it only in
-the plain case: a row change of a normal transaction that is open, or of a streamed
-one inside its stream block (then into the frame ``StreamSpool.add`` would write), of a
-relation the decoder knows whose codecs the native core all knows (``NativeTable``).
-Everything else — other messages, malformed messages, values Python keeps as text
-(``unparsed``), an Update that changes the key — is left to the caller's Python path,
-which gives the reference's records or errors.
+``NativeChanges.feed_batch`` hands the native core the messages it can take: row changes
+of an open transaction, or of a streamed one inside its stream block, of relations whose
+codecs it all knows (``NativeTable``), and the Begins and Commits of normal transactions.
+It stops at anything else — other messages, malformed ones, values Python keeps as text
+(``unparsed``), an Update that changes the key — which the caller decodes, giving the
+reference's records or errors.
 
 ``NativeChanges.drain`` hands out a committed streamed (or prepared) transaction's
 records from its spool file in chunks, one native call per chunk, where
@@ -19,7 +18,7 @@ records from its spool file in chunks, one native call per chunk, where
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import TypeAlias
 
 import orjson
 
@@ -34,17 +33,12 @@ from .transactions import TransactionAssembler
 
 _ROW_CHANGES = frozenset(b"IUD")
 _OID = struct.Struct(">I")
+_XLOG_HEADER = 25  # an XLogData message: w, start LSN, end LSN, send time, pgoutput
 SPOOL_CHUNK = 1 << 22  # bytes of spool frames read at once while draining
 
-
-@dataclass(frozen=True, slots=True)
-class _Table:
-    """One relation's native conversion, for the shape it was built from."""
-
-    shape: TableShape
-    plan: CORE.SnapshotPlan | None  # None: the relation's changes stay on the Python path
-    head: bytes  # the source block up to the message's LSN
-    topic: bytes  # the topic, UTF-8 (for spool frames)
+# what ``CORE.feed_batch`` takes of a relation: (plan, topic, source head up to the LSN,
+# topic UTF-8, source names)
+BatchTable: TypeAlias = tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]
 
 
 class _SpoolReader:
@@ -80,45 +74,30 @@ class NativeChanges:
         self.decoder = decoder
         self.assembler = assembler
         self._db = orjson.dumps(assembler.database)
-        self._tables: dict[int, _Table] = {}  # relation OID → its conversion
+        # relation OID → its conversion, for the shape it was built from (None: Python's)
+        self._tables: dict[int, tuple[TableShape, BatchTable | None]] = {}
         self._reader: _SpoolReader | None = None  # of the streamed transaction draining
-        # the tables ``feed_batch`` converts: OID → (plan, topic, head, topic UTF-8,
-        # source names), filled by ``_table_of``, emptied by ``forget_tables``
-        self._batch_tables: dict[int, tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]] = {}
+        # the tables ``feed_batch`` converts while their shapes are current (emptied by
+        # ``forget_tables``)
+        self._batch_tables: dict[int, BatchTable] = {}
         self.received_lsn = 0  # the end LSN of the last message ``feed_batch`` took
         self.commit_ts = 0  # the time of the last Commit ``feed_batch`` took (0: none)
 
-    def feed(self, payload: bytes, wal_lsn: int) -> bool:
-        """Append the record of the row change ``payload`` that arrived at ``wal_lsn`` to
-        ``assembler.ready``; False (nothing done) when the Python path must take it."""
-        if len(payload) < 6 or payload[0] not in _ROW_CHANGES:
-            return False
-        if self.decoder.in_stream:
-            return self._feed_streamed(payload, wal_lsn)
-        transaction = self.assembler.transaction
-        if transaction is None:
-            return False
-        table = self._table_of(payload, 1)
-        if table is None or table.plan is None:
-            return False
-        shape = table.shape
-        commit = transaction.commit
-        record = CORE.dml_record(payload, table.plan, shape.topic, wal_lsn, table.head,
-                                 commit.commit_lsn, commit.commit_lsn_text, commit.tail,
-                                 transaction.seq)
-        if record is None:
-            return False
-        self.assembler.ready.append(record)
-        transaction.seq += 1
-        return True
-
     def feed_batch(self, raw: list[memoryview], start: int, *, begins: bool) -> int:
         """Take the messages of ``raw`` (CopyData payloads as received) from index
-        ``start`` for as long as the native core can, in one call: the row changes of the
-        open transaction (into ``assembler.ready``) or of an open stream block (into the
+        ``start`` for as long as the native core can: the row changes of the open
+        transaction (into ``assembler.ready``) or of an open stream block (into the
         spool), and — with ``begins`` — the Begin and Commit of normal transactions. The
-        assembler then holds the state the same messages fed one by one would leave.
+        assembler then holds the state the same messages decoded one by one would leave.
         Returns the index of the first message not taken (Python decodes it)."""
+        self.commit_ts = 0
+        end = self._feed(raw, start, begins)
+        while end < len(raw) and self._learned(raw[end]):
+            end = self._feed(raw, end, begins)
+        return end
+
+    def _feed(self, raw: list[memoryview], start: int, begins: bool) -> int:
+        """One native call over ``raw`` from ``start``: where it stopped."""
         assembler = self.assembler
         transaction = assembler.transaction
         open_ = None
@@ -127,7 +106,6 @@ class NativeChanges:
             open_ = (commit.commit_lsn, commit.commit_lsn_text, commit.tail, transaction.seq)
         stream_xid = assembler.stream_xid
         in_stream = self.decoder.in_stream
-        self.commit_ts = 0
         if in_stream and stream_xid is None:
             return start
         end, frames, committed, begun, seq, lsn = CORE.feed_batch(
@@ -147,49 +125,40 @@ class NativeChanges:
             transaction.seq = seq
         return end
 
+    def _learned(self, message: memoryview) -> bool:
+        """True when ``message`` is a row change of a relation the native core was not
+        given and can convert, now given to it (the next call takes the change)."""
+        at = _XLOG_HEADER + (5 if self.decoder.in_stream else 1)
+        if len(message) < at + 4 or message[0] != ord("w"):
+            return False
+        if message[_XLOG_HEADER] not in _ROW_CHANGES:
+            return False
+        (oid,) = _OID.unpack_from(message, at)
+        if oid in self._batch_tables or oid not in self.decoder.relations:
+            return False
+        try:
+            shape = self.assembler.shapes.get(oid)
+        except KeyError:
+            return False  # the reference's error follows
+        known = self._tables.get(oid)
+        if known is None or known[0] is not shape:  # a new Relation: a new shape
+            known = self._tables[oid] = (shape, self._batch_table(shape))
+        if known[1] is None:
+            return False
+        self._batch_tables[oid] = known[1]
+        return True
+
+    def _batch_table(self, shape: TableShape) -> BatchTable | None:
+        native = NativeTable.of(shape)
+        if native is None:
+            return None
+        head = b',"source":{"db":%s,%s,"lsn":"' % (self._db, shape.source_names)
+        return native.plan, shape.topic, head, shape.topic.encode(), shape.source_names
+
     def forget_tables(self) -> None:
         """A message Python decoded may have changed a relation's shape (a Relation, a
         Type, a DDL message …): ``feed_batch`` looks its tables up again first."""
         self._batch_tables.clear()
-
-    def _feed_streamed(self, payload: bytes, wal_lsn: int) -> bool:
-        """A row change inside a stream block: its frame into the transaction's spool."""
-        stream_xid = self.assembler.stream_xid
-        if stream_xid is None or len(payload) < 10:
-            return False
-        table = self._table_of(payload, 5)
-        if table is None or table.plan is None:
-            return False
-        frame = CORE.spool_frame(payload, table.plan, table.topic, table.shape.source_names,
-                                 wal_lsn)
-        if frame is None:
-            return False
-        self.assembler.spool.add_frame(stream_xid, frame)
-        return True
-
-    def _table_of(self, payload: bytes, at: int) -> _Table | None:
-        """The conversion of the relation whose OID is at byte ``at``; None when the
-        decoder or the shapes do not know it (the reference's error follows)."""
-        (oid,) = _OID.unpack_from(payload, at)
-        if oid not in self.decoder.relations:
-            return None
-        try:
-            shape = self.assembler.shapes.get(oid)
-        except KeyError:
-            return None
-        table = self._tables.get(oid)
-        if table is None or table.shape is not shape:  # a new Relation: a new shape
-            table = self._tables[oid] = self._table(shape)
-        if table.plan is not None:  # for ``feed_batch``, as long as the shape is current
-            self._batch_tables[oid] = (table.plan, shape.topic, table.head, table.topic,
-                                       shape.source_names)
-        return table
-
-    def _table(self, shape: TableShape) -> _Table:
-        native = NativeTable.of(shape)
-        head = b',"source":{"db":%s,%s,"lsn":"' % (self._db, shape.source_names)
-        return _Table(shape, native.plan if native is not None else None, head,
-                      shape.topic.encode())
 
     def drain(self, limit: int, max_bytes: int) -> None:
         """Move up to ``limit`` records (fewer once their values reach ``max_bytes``) of

@@ -49,9 +49,9 @@ type Outcome<'py> = (
 /// `start` for as long as each is an XLogData holding one of:
 ///
 /// - an Insert, Update or Delete of a relation in `tables` (OID → `(plan, topic, head,
-///   topic UTF-8, source names)`): inside a stream block (`stream`) its spool frame,
-///   as `spool_frame`, goes to `frames`; in the open transaction its record, as
-///   `dml_record`, is appended to `ready`;
+///   topic UTF-8, source names)`): inside a stream block (`stream`) its spool frame
+///   (what `StreamSpool.add` writes) goes to `frames`; in the open transaction its
+///   record (what `complete` makes of the event) is appended to `ready`;
 /// - with `begins`, the Begin of a normal transaction when none is open;
 /// - the Commit of the open one.
 ///

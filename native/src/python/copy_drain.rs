@@ -1,14 +1,16 @@
 //! `CopyDrain`: the rows of a `COPY … TO STDOUT` taken from libpq in chunks of whole
 //! lines, the GIL released, instead of one Python call per row
-//! (`cdc/capture/snapshot/copy.py`, `cdc/capture/snapshot/libpq.py`).
+//! (`cdc/capture/snapshot/copy.py`, `cdc/capture/snapshot/copy_out.py`).
 //!
 //! The libpq is psycopg's own: Python hands over psycopg's `PGconn` object (whose
-//! `pgconn_ptr` is the connection's `PGconn *`), the path of the libpq loaded in this
-//! process and psycopg's `pq.version()`. The drain looks `PQgetCopyData` and `PQfreemem`
-//! up in that library itself (`dlopen` with `RTLD_NOLOAD`: a library already loaded, never
-//! a new one) after checking its `PQlibVersion`, so no argument is an address: a wrong
-//! object, path or version is an error, not a crash. Waiting for the socket and reading it
-//! (`PQconsumeInput`) stay in Python: a drain only takes the rows libpq already holds.
+//! `pgconn_ptr` is the connection's `PGconn *`) and psycopg's `pq.version()`. The drain
+//! asks the dynamic loader which objects are loaded (`dl_iterate_phdr`), takes the one
+//! libpq among them (none, or several: an error naming them), and looks `PQgetCopyData`
+//! and `PQfreemem` up in it (`dlopen` with `RTLD_NOLOAD`: a library already loaded, never
+//! a new one) after checking its `PQlibVersion`, so no argument is an address and no
+//! address is guessed: a wrong object or version is an error, not a crash. Waiting for the
+//! socket and reading it (`PQconsumeInput`) stay in Python: a drain only takes the rows
+//! libpq already holds.
 #![allow(unsafe_code)] // calls into libpq and the dynamic loader; each call's soundness is argued where it is made
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -37,6 +39,140 @@ mod dl {
         pub fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
         pub fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
         pub fn dlclose(handle: *mut c_void) -> c_int;
+    }
+}
+
+/// The loader's list of the loaded objects (link.h, glibc only: other loaders are not
+/// asked, `loaded_libraries` answers an error there).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod phdr {
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// The leading fields of glibc's `struct dl_phdr_info`, the only ones read (the
+    /// callback's `size` tells how many bytes the loader's struct holds).
+    #[repr(C)]
+    pub struct DlPhdrInfo {
+        pub dlpi_addr: usize, // ElfW(Addr): pointer-sized on Linux
+        pub dlpi_name: *const c_char,
+    }
+
+    pub type Callback = unsafe extern "C" fn(*mut DlPhdrInfo, usize, *mut c_void) -> c_int;
+
+    extern "C" {
+        pub fn dl_iterate_phdr(callback: Option<Callback>, data: *mut c_void) -> c_int;
+    }
+}
+
+/// What the callback of `dl_iterate_phdr` gathers.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+struct Gathered<'a> {
+    prefix: &'a [u8],
+    names: Vec<CString>,
+    failed: bool,
+}
+
+/// Called by the loader once per loaded object, on this thread, with its lock held: copies
+/// the object's name out when its file name starts with `prefix` and holds `.so`. Never
+/// unwinds (a panic is caught and ends the iteration, `failed` set); never calls the loader.
+/// Safety: `data` must be a `&mut Gathered` no one else uses during the call, `info` null or
+/// valid for `size` bytes (the loader's contract).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe extern "C" fn gather(info: *mut phdr::DlPhdrInfo, size: usize, data: *mut c_void) -> c_int {
+    // SAFETY: `data` is the `&mut Gathered` `loaded_libraries` handed to `dl_iterate_phdr`,
+    // alive and borrowed by nobody else until that call returns; the loader calls this
+    // function synchronously on the calling thread, one call at a time.
+    let gathered = unsafe { &mut *data.cast::<Gathered>() };
+    let prefix = gathered.prefix;
+    let names = &mut gathered.names;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if info.is_null() || size < std::mem::size_of::<phdr::DlPhdrInfo>() {
+            return;
+        }
+        // SAFETY: `info` is non-null and the loader's struct is valid for `size` bytes during
+        // this call, which covers `DlPhdrInfo` (its leading fields, same layout: repr(C)).
+        let name = unsafe { (*info).dlpi_name };
+        if name.is_null() {
+            return;
+        }
+        // SAFETY: `dlpi_name` is a NUL-terminated string the loader keeps valid at least
+        // during this call; it is copied into an owned `CString` before returning.
+        let name = unsafe { CStr::from_ptr(name) };
+        let bytes = name.to_bytes();
+        let file = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
+        if file.starts_with(prefix) && file.windows(3).any(|part| part == b".so") {
+            names.push(name.to_owned());
+        }
+    }));
+    if outcome.is_err() {
+        gathered.failed = true;
+        return 1; // stop the iteration
+    }
+    0
+}
+
+/// A loaded library: `name` as the loader knows it (for `dlopen`), `file` its real path
+/// (for messages).
+#[derive(Debug, PartialEq)]
+struct Library {
+    name: CString,
+    file: String,
+}
+
+/// The loaded libraries whose file name starts with `prefix` and holds `.so`, one per file
+/// (by its real path), in the order of their paths.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn loaded_libraries(prefix: &str) -> Result<Vec<Library>, String> {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    let mut gathered = Gathered {
+        prefix: prefix.as_bytes(),
+        names: Vec::new(),
+        failed: false,
+    };
+    // SAFETY: `gather` has the callback's C signature and never unwinds nor calls the
+    // loader; `data` points to `gathered`, alive (and not otherwise used) until the call
+    // returns, the callback's only use of it.
+    unsafe {
+        phdr::dl_iterate_phdr(Some(gather), std::ptr::addr_of_mut!(gathered).cast());
+    }
+    if gathered.failed {
+        return Err("listing the loaded libraries failed".to_owned());
+    }
+    let mut files = BTreeMap::new();
+    for name in gathered.names {
+        let path = PathBuf::from(name.to_string_lossy().into_owned());
+        let file = std::fs::canonicalize(&path).unwrap_or(path);
+        files.entry(file).or_insert(name);
+    }
+    Ok(files
+        .into_iter()
+        .map(|(file, name)| Library {
+            name,
+            file: file.to_string_lossy().into_owned(),
+        })
+        .collect())
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn loaded_libraries(_prefix: &str) -> Result<Vec<Library>, String> {
+    Err("the loaded libraries are only listed with glibc's loader".to_owned())
+}
+
+/// The one libpq loaded in this process, or why not.
+fn loaded_libpq() -> Result<Library, String> {
+    let mut found = loaded_libraries("libpq")?;
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err("no libpq is loaded in this process".to_owned()),
+        n => Err(format!(
+            "{n} libpq are loaded in this process, not one: {}",
+            found
+                .iter()
+                .map(|library| library.file.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 
@@ -108,11 +244,11 @@ impl CopyDrain {
     const FAILED: i32 = FAILED;
 
     /// `pgconn`: psycopg's `PGconn` of a connection in the COPY OUT state, used by no one
-    /// else while this drain lives (and kept open by the caller); `libpq`: the path of the
-    /// libpq this process loaded for psycopg; `version`: psycopg's `pq.version()`, which
-    /// that library's `PQlibVersion` must return.
+    /// else while this drain lives (and kept open by the caller); `version`: psycopg's
+    /// `pq.version()`, which the libpq loaded in this process (the only one) must return
+    /// from its `PQlibVersion`.
     #[new]
-    fn new(pgconn: &Bound<'_, PyAny>, libpq: &str, version: i32) -> PyResult<Self> {
+    fn new(pgconn: &Bound<'_, PyAny>, version: i32) -> PyResult<Self> {
         let kind = pgconn.get_type();
         let module: String = kind.module()?.extract()?;
         if !(module.split('.').next() == Some("psycopg") || module.starts_with("psycopg_"))
@@ -127,10 +263,11 @@ impl CopyDrain {
             Some(pointer) if pointer != 0 => pointer,
             _ => return Err(PyValueError::new_err("the connection is closed")),
         };
-        let path = CString::new(libpq)
-            .map_err(|_| PyValueError::new_err("the libpq path holds a NUL byte"))?;
-        let library = Loaded::find(&path).ok_or_else(|| {
-            PyValueError::new_err(format!("{libpq} is not a library this process has loaded"))
+        let Library { name, file: libpq } = loaded_libpq().map_err(PyValueError::new_err)?;
+        let library = Loaded::find(&name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{libpq} is listed by the loader but not found by dlopen"
+            ))
         })?;
         let symbol = |name: &str| {
             CString::new(name)
@@ -248,6 +385,24 @@ fn whole_lines(pending: &mut Vec<u8>) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::whole_lines;
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn the_loader_lists_its_libraries() {
+        use super::{loaded_libpq, loaded_libraries, Loaded};
+
+        let libc = loaded_libraries("libc").expect("the loaded libraries");
+        assert_eq!(libc.len(), 1, "{libc:?}"); // glibc's libc.so.6, once
+        assert!(libc[0].name.to_bytes().ends_with(b"libc.so.6"), "{libc:?}");
+        assert!(libc[0].file.starts_with('/'), "{libc:?}");
+        assert!(Loaded::find(&libc[0].name).is_some());
+        assert_eq!(loaded_libraries("nosuchlibrary"), Ok(vec![]));
+        // the test binary does not link libpq
+        assert_eq!(
+            loaded_libpq(),
+            Err("no libpq is loaded in this process".to_owned())
+        );
+    }
 
     #[test]
     fn whole_lines_end_at_the_last_newline() {

@@ -48,11 +48,10 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<snapshot::SnapshotPlan>()?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_batch, module)?)?;
     module.add_class::<snapshot::SnapshotBatch>()?;
+    module.add_class::<snapshot::SnapshotPart>()?;
     module.add_class::<copy_drain::CopyDrain>()?;
     module.add_function(wrap_pyfunction!(snapshot::after_lines, module)?)?;
     module.add_function(wrap_pyfunction!(dml::dml_event, module)?)?;
-    module.add_function(wrap_pyfunction!(dml::dml_record, module)?)?;
-    module.add_function(wrap_pyfunction!(spool::spool_frame, module)?)?;
     module.add_function(wrap_pyfunction!(spool::spool_records, module)?)?;
     module.add_function(wrap_pyfunction!(group::group_records, module)?)?;
     module.add_function(wrap_pyfunction!(batch::feed_batch, module)?)?;

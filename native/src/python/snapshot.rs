@@ -82,7 +82,7 @@ pub(super) struct Types {
     pub(super) record: NamedTupleType,
     pub(super) position: NamedTupleType,
     pub(super) defaults: Vec<Py<PyAny>>,
-    /// Record's field after `position` is `tombstone` (`dml_record` sets it).
+    /// Record's field after `position` is `tombstone` (`feed_batch`'s records set it).
     pub(super) tombstone_next: bool,
 }
 
@@ -180,11 +180,22 @@ pub(super) fn int(py: Python<'_>, value: u64) -> Bound<'_, PyAny> {
 #[pyclass(frozen, module = "distributary_native")]
 pub struct SnapshotBatch {
     state: Mutex<BatchState>,
+    /// The topic the rows go to.
+    #[pyo3(get)]
+    topic: Py<PyString>,
+    /// The commit position of every row (`Position(lsn, seq)`).
+    #[pyo3(get)]
+    lsn: u64,
+    /// The sequence number of the first row.
+    #[pyo3(get)]
+    first_seq: u64,
 }
 
 struct BatchState {
     batch: Batch,
     groups: Vec<Group>,
+    /// Counts the groupings: a part encodes only from the grouping that made it.
+    grouping: u64,
     encoded: Encoded,
 }
 
@@ -205,16 +216,17 @@ fn poisoned() -> PyErr {
     PyRuntimeError::new_err("a snapshot batch failed earlier")
 }
 
-/// The rows of `chunk` (whole COPY text lines) of a table with `plan`, numbered from
-/// `first_seq` at commit position `lsn`, each event ending with `source` `(prefix,
-/// suffix)` around its sequence number: returns the batch and, for each row Python must
-/// convert (then `fill`), `(index, raw line)`. The work runs without the GIL.
+/// The rows of `chunk` (whole COPY text lines) of a table with `plan`, for `topic`,
+/// numbered from `first_seq` at commit position `lsn`, each event ending with `source`
+/// `(prefix, suffix)` around its sequence number: returns the batch and, for each row
+/// Python must convert (then `fill`), `(index, raw line)`. The work runs without the GIL.
 #[pyfunction]
-#[pyo3(signature = (chunk, plan, lsn, source, first_seq))]
+#[pyo3(signature = (chunk, plan, topic, lsn, source, first_seq))]
 pub fn snapshot_batch<'py>(
     py: Python<'py>,
     chunk: &Bound<'py, PyBytes>,
     plan: &Bound<'py, SnapshotPlan>,
+    topic: &Bound<'py, PyString>,
     lsn: u64,
     source: (Vec<u8>, Vec<u8>),
     first_seq: u64,
@@ -236,11 +248,15 @@ pub fn snapshot_batch<'py>(
     let state = BatchState {
         batch,
         groups: Vec::new(),
+        grouping: 0,
         encoded: Encoded::default(),
     };
     Ok((
         SnapshotBatch {
             state: Mutex::new(state),
+            topic: topic.clone().unbind(),
+            lsn,
+            first_seq,
         },
         fallbacks,
     ))
@@ -274,6 +290,7 @@ impl SnapshotBatch {
             };
             let mut state = self.state()?;
             state.groups.clear();
+            state.grouping += 1;
             state
                 .batch
                 .extend(data, plan, &source)
@@ -294,13 +311,14 @@ impl SnapshotBatch {
             .map_err(PyValueError::new_err)
     }
 
-    /// Group the rows for a topic of `count` partitions: `(partition, rows, last seq)` of
-    /// each partition, in order of first appearance (`encode` takes the group's index).
-    fn group(&self, py: Python<'_>, count: u32) -> PyResult<Vec<(u32, usize, u64)>> {
-        py.detach(|| {
-            let mut state = self.state()?;
-            let groups = state.batch.group(count).map_err(PyValueError::new_err)?;
-            let out = groups
+    /// The rows grouped for a topic of `partitions` partitions, one part per partition in
+    /// order of first appearance (as the file producer groups records).
+    fn parts(slf: &Bound<'_, Self>, partitions: u32) -> PyResult<Vec<SnapshotPart>> {
+        let this = slf.get();
+        let groups = slf.py().detach(|| {
+            let mut state = this.state()?;
+            let groups = state.batch.group(partitions).map_err(PyValueError::new_err)?;
+            let out: Vec<(u32, usize, u64)> = groups
                 .iter()
                 .map(|g| {
                     let last = g.rows.last().map_or(0, |&i| state.batch.seq(i));
@@ -308,28 +326,71 @@ impl SnapshotBatch {
                 })
                 .collect();
             state.groups = groups;
-            Ok(out)
-        })
+            state.grouping += 1;
+            Ok::<_, PyErr>((state.grouping, out))
+        })?;
+        let (grouping, groups) = groups;
+        Ok(groups
+            .into_iter()
+            .enumerate()
+            .map(|(group, (partition, count, last_seq))| SnapshotPart {
+                batch: slf.clone().unbind(),
+                grouping,
+                group,
+                partition,
+                count,
+                last_seq,
+            })
+            .collect())
+    }
+}
+
+/// One partition's rows of a `SnapshotBatch` (`cdc.log.file.encoded.EncodedPart`), valid
+/// until the batch is grouped again or extended (then `encode` raises ValueError).
+#[pyclass(frozen, module = "distributary_native")]
+pub struct SnapshotPart {
+    batch: Py<SnapshotBatch>,
+    grouping: u64,
+    group: usize,
+    #[pyo3(get)]
+    partition: u32,
+    /// How many rows (lines).
+    #[pyo3(get)]
+    count: usize,
+    last_seq: u64,
+}
+
+#[pymethods]
+impl SnapshotPart {
+    /// `Position(lsn, seq)` of the part's last row.
+    #[getter]
+    fn last_position<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lsn = self.batch.get().lsn;
+        types(py)?
+            .position
+            .make(PyTuple::new(py, [int(py, lsn), int(py, self.last_seq)])?, true)
     }
 
-    /// The lines of group `group`'s rows at `segment_end`, `(first_offset, now_ms, size,
-    /// last_indexed, index_interval)` (the first line at byte `size` of the segment):
-    /// `(lines, index entries, last indexed)`, as `encode_batch` of the same arguments.
-    #[pyo3(signature = (group, segment_end))]
+    /// The part's lines, the first at byte `size` of the segment: `(lines, index entries,
+    /// last indexed)`, as `encode_batch` of the same arguments.
+    #[pyo3(signature = (first_offset, now_ms, size, last_indexed, index_interval))]
     fn encode<'py>(
         &self,
         py: Python<'py>,
-        group: usize,
-        segment_end: (u64, Bound<'py, PyAny>, i64, i64, i64),
+        first_offset: u64,
+        now_ms: Bound<'py, PyAny>,
+        size: i64,
+        last_indexed: i64,
+        index_interval: i64,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>, i64)> {
-        let (first_offset, now_ms, size, last_indexed, index_interval) = segment_end;
         let now_ms = number(&now_ms)?;
-        let mut state = self.state_attached(py)?;
+        let mut state = self.batch.get().state_attached(py)?;
         let state = &mut *state;
         let rows = &state
             .groups
-            .get(group)
-            .ok_or_else(|| PyValueError::new_err(format!("no group {group}")))?
+            .get(self.group)
+            .filter(|_| state.grouping == self.grouping)
+            .ok_or_else(|| PyValueError::new_err("the batch was grouped or extended since"))?
             .rows;
         let (batch, encoded) = (&state.batch, &mut state.encoded);
         py.detach(|| {

@@ -1,7 +1,6 @@
-//! `spool_frame` and `spool_records`: a streamed transaction's row changes into the
-//! stream spool's frames, and a committed transaction's frames into its log records, in
-//! batches (see `crate::spool`; the Python side is `cdc/capture/stream/spool.py` and
-//! `cdc/capture/stream/native.py`).
+//! `spool_records`: a committed streamed transaction's spool frames (`feed_batch` writes
+//! them) into its log records, in batches (see `crate::spool`; the Python side is
+//! `cdc/capture/stream/spool.py` and `cdc/capture/stream/native.py`).
 
 use std::collections::HashSet;
 
@@ -9,42 +8,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 
-use super::snapshot::{int, types, SnapshotPlan};
+use super::snapshot::{int, types};
 use super::untrack::is_tracked;
-use crate::pgoutput::{convert_streamed_change, streamed_xid};
-use crate::spool::{push_completed, push_frame, read_frame, Commit, Frame};
-
-/// The spool frame of the row change `payload` of a streamed transaction (its type byte,
-/// then its xid, then the message as `dml_event` reads it) that arrived at `lsn`: what
-/// `StreamSpool.add` writes for the event `insert_events`/`update_events`/
-/// `delete_events` make of it, tagged with the message's xid. None when Python must
-/// convert it.
-#[pyfunction]
-pub fn spool_frame<'py>(
-    py: Python<'py>,
-    payload: &[u8],
-    plan: &Bound<'py, SnapshotPlan>,
-    topic: &[u8],
-    source_names: &[u8],
-    lsn: u64,
-) -> Option<Bound<'py, PyBytes>> {
-    let subxid = streamed_xid(payload)?;
-    let change = convert_streamed_change(payload, &plan.get().plan)?;
-    let mut out = Vec::new();
-    push_frame(
-        &mut out,
-        &Frame {
-            subxid,
-            topic,
-            key: &change.key,
-            body: &change.value,
-            source_names,
-            lsn,
-            tombstone: change.tombstone,
-        },
-    )?;
-    Some(PyBytes::new(py, &out))
-}
+use crate::spool::{push_completed, read_frame, Commit};
 
 /// Up to `limit` records (and no more once their values add up to `max_bytes`) of the
 /// spool frames in `chunk` from byte `start`, skipping the

@@ -1,5 +1,5 @@
 """The snapshot's COPY drained from libpq by the native core (``copy_chunks_ahead`` with
-``libpq.copy_drain``): the same lines as psycopg's own COPY, errors raised, an abandoned
+``copy_out.copy_drain``): the same lines as psycopg's own COPY, errors raised, an abandoned
 COPY stopped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 
 from cdc.capture.snapshot.copy import copy_chunks, copy_chunks_ahead
-from cdc.capture.snapshot.libpq import copy_drain
+from cdc.capture.snapshot.copy_out import copy_drain
 
 QUERY = sql.SQL("SELECT g, CASE WHEN g % 7 = 0 THEN NULL ELSE "
                 "'tab\tnew\nline\\back é ' || repeat('x', g % 300) END, "

@@ -79,6 +79,12 @@ def test_each_class_has_the_modules_constructor_and_methods(core: ModuleType) ->
             continue
         cls = getattr(core, name)
         methods = {item.name: item for item in node.body if isinstance(item, ast.FunctionDef)}
+        properties = {name for name, item in methods.items()
+                      if any(isinstance(d, ast.Name) and d.id == "property"
+                             for d in item.decorator_list)}
+        for prop in properties:  # a #[pyo3(get)] field or a #[getter]
+            assert inspect.isdatadescriptor(vars(cls)[prop]), f"{name}.{prop}"
+            methods.pop(prop)
         constants = _annotated(node.body)
         for constant, annotation in constants.items():
             assert isinstance(getattr(cls, constant), _python_type(annotation)), constant
@@ -88,7 +94,7 @@ def test_each_class_has_the_modules_constructor_and_methods(core: ModuleType) ->
         assert constructor == _runtime_parameters(cls), name
         runtime = {attr for attr in vars(cls)
                    if not attr.startswith("_") or attr == "__len__"}
-        assert set(methods) | set(constants) == runtime, name
+        assert set(methods) | properties | set(constants) == runtime, name
         for method, item in methods.items():
             assert _stub_parameters(item) == _runtime_parameters(getattr(cls, method)), (
                 f"{name}.{method}")

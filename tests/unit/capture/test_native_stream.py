@@ -1,5 +1,5 @@
 """Streamed transactions through the native core against the Python reference: row
-changes inside stream blocks become the same spool frames (``spool_frame`` vs
+changes inside stream blocks become the same spool frames (``feed_batch`` vs
 ``StreamSpool.add``), and at Stream Commit the spool becomes the same records
 (``NativeChanges.drain`` vs ``TransactionAssembler.drain``), byte for byte, with the
 same ``ack_lsn``; aborted subtransactions are left out by both. The random tables and
@@ -22,7 +22,17 @@ from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
 
 from . import wire
-from .test_native_dml import CHECKS, OID, _outcome, _relation, _session, changes, tables
+from .test_native_dml import (
+    CHECKS,
+    OID,
+    _outcome,
+    _relation,
+    _session,
+    changes,
+    decode_into,
+    feed_change,
+    tables,
+)
 
 TOP = 900
 COMMIT_LSN = (5 << 32) + 0x4000
@@ -68,10 +78,10 @@ def run_stream(tmp_path: Path, payloads: list[bytes], limit: int,
         ref.feed(ref_decoder.decode(payload), lsn)
 
     def fast(payload: bytes, lsn: int) -> None:
-        took = native.feed(payload, lsn)
+        took = feed_change(native, payload, lsn)
         taken.append(took)
         if not took:
-            assembler.feed(decoder.decode(payload), lsn)
+            decode_into(native, payload, lsn)
 
     expected: list[object] = []
     actual: list[object] = []

@@ -24,6 +24,12 @@ def cstring(text: str) -> bytes:
     return text.encode() + b"\0"
 
 
+def xlog(payload: bytes, lsn: int) -> bytes:
+    """The XLogData message (streaming replication protocol) carrying ``payload`` at
+    ``lsn``: ``w``, start LSN, end LSN (both ``lsn``), send time 0, the message."""
+    return b"w" + struct.pack(">QQq", lsn, lsn, 0) + payload
+
+
 def _xid(xid: int | None) -> bytes:
     return b"" if xid is None else struct.pack(">I", xid)
 

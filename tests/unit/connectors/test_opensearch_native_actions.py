@@ -27,12 +27,12 @@ from connectors.opensearch.native_actions import (
     KIND_STR,
     NativeActions,
     NativeBatch,
-    kind_of,
     vouched,
 )
 from connectors.opensearch.unindexed import _unindexed_quickly, always_fitting
 from connectors.placeholders import TableNames
 from derived import encode_key
+from tests.reference.field_kinds import kind_of
 
 from .sink_events import compact, sink_event
 from .test_opensearch_fast_paths import MAPPINGS, VALUES
