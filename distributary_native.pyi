@@ -5,8 +5,8 @@
 # tests/unit/architecture/test_native_stub.py holds it to the built module (names,
 # parameters, defaults).
 
-from collections.abc import Sequence, Set
-from typing import final
+from collections.abc import Callable, Sequence, Set
+from typing import BinaryIO, final
 
 from cdc.log.records import Message, Position, Record
 from cdc.plugins.contract import SinkEvent
@@ -134,14 +134,16 @@ def dml_event(payload: bytes, plan: SnapshotPlan) -> tuple[bytes, bytes, bool] |
     """``(key, body, tombstone)``, None: Python converts it."""
 
 def spool_records(
-    chunk: bytes, start: int, limit: int, max_bytes: int, aborted: Set[int], db: bytes,
-    commit_lsn: int, commit_lsn_text: bytes, tail: bytes, first_seq: int,
-) -> tuple[list[Record], int, int, int]:
-    """``(records, end, next_seq, value_bytes)``."""
+    file: BinaryIO | None, leftover: bytes, ready: list[Record], limit: int, max_bytes: int,
+    aborted: Set[int], commit: tuple[bytes, int, bytes, bytes], first_seq: int,
+    chunk_bytes: int,
+) -> tuple[bytes, int, bool]:
+    """``(leftover, next_seq, done)``; the records are appended to ``ready``."""
 
 def feed_batch(
     raw: list[memoryview] | list[bytes], start: int,
     tables: dict[int, tuple[SnapshotPlan, str, bytes, bytes, bytes]],
+    learn: Callable[[int], tuple[SnapshotPlan, str, bytes, bytes, bytes] | None],
     open: tuple[int, bytes, bytes, int] | None, stream: bool, begins: bool,
     ready: list[Record],
 ) -> tuple[int, bytes | None, tuple[int, int, int, int] | None, tuple[int, int, int] | None,

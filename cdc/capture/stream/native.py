@@ -17,23 +17,18 @@ records from its spool file in chunks, one native call per chunk, where
 
 from __future__ import annotations
 
-import struct
 from typing import TypeAlias
 
 import orjson
 
-from cdc.log import Record
 from cdc.native import CORE
 
-from ..events import CommitInfo, TableShape
+from ..events import TableShape
 from ..pgoutput import Begin, Commit, PgOutputDecoder
 from ..snapshot.native import NativeTable
 from .spool import CommittedSpool
 from .transactions import TransactionAssembler
 
-_ROW_CHANGES = frozenset(b"IUD")
-_OID = struct.Struct(">I")
-_XLOG_HEADER = 25  # an XLogData message: w, start LSN, end LSN, send time, pgoutput
 SPOOL_CHUNK = 1 << 22  # bytes of spool frames read at once while draining
 
 # what ``CORE.feed_batch`` takes of a relation: (plan, topic, source head up to the LSN,
@@ -41,34 +36,11 @@ SPOOL_CHUNK = 1 << 22  # bytes of spool frames read at once while draining
 BatchTable: TypeAlias = tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]
 
 
-class _SpoolReader:
-    """The raw frames of one committed transaction's spool, read in chunks."""
-
-    __slots__ = ("at", "buffer", "done", "spool")
-
-    def __init__(self, spool: CommittedSpool) -> None:
-        self.spool = spool
-        self.buffer = b""
-        self.at = 0  # where the first frame not handed out starts in ``buffer``
-        self.done = False
-
-    def refill(self) -> bool:
-        """Read the next chunk after what is left of the buffer; False at the file's end."""
-        file = self.spool.file
-        more = file.read(SPOOL_CHUNK) if file is not None else b""
-        if not more:
-            self.done = True
-            return False
-        self.buffer = self.buffer[self.at:] + more
-        self.at = 0
-        return True
-
-
 class NativeChanges:
     """Row change messages of one replication session into ``assembler.ready``."""
 
-    __slots__ = ("_batch_tables", "_db", "_reader", "_tables", "assembler", "commit_ts",
-                 "decoder", "received_lsn")
+    __slots__ = ("_batch_tables", "_db", "_draining", "_leftover", "_tables", "assembler",
+                 "commit_ts", "decoder", "received_lsn")
 
     def __init__(self, decoder: PgOutputDecoder, assembler: TransactionAssembler) -> None:
         self.decoder = decoder
@@ -76,28 +48,23 @@ class NativeChanges:
         self._db = orjson.dumps(assembler.database)
         # relation OID → its conversion, for the shape it was built from (None: Python's)
         self._tables: dict[int, tuple[TableShape, BatchTable | None]] = {}
-        self._reader: _SpoolReader | None = None  # of the streamed transaction draining
-        # the tables ``feed_batch`` converts while their shapes are current (emptied by
-        # ``forget_tables``)
+        # the committed streamed transaction draining, and its spool bytes read but not
+        # consumed yet
+        self._draining: CommittedSpool | None = None
+        self._leftover = b""
+        # the tables ``feed_batch`` converts while their shapes are current (filled through
+        # ``_learn``, emptied by ``forget_tables``)
         self._batch_tables: dict[int, BatchTable] = {}
         self.received_lsn = 0  # the end LSN of the last message ``feed_batch`` took
         self.commit_ts = 0  # the time of the last Commit ``feed_batch`` took (0: none)
 
     def feed_batch(self, raw: list[memoryview], start: int, *, begins: bool) -> int:
         """Take the messages of ``raw`` (CopyData payloads as received) from index
-        ``start`` for as long as the native core can: the row changes of the open
-        transaction (into ``assembler.ready``) or of an open stream block (into the
+        ``start`` for as long as the native core can, in one call: the row changes of the
+        open transaction (into ``assembler.ready``) or of an open stream block (into the
         spool), and — with ``begins`` — the Begin and Commit of normal transactions. The
-        assembler then holds the state the same messages decoded one by one would leave.
+        assembler then holds the state the same messages fed one by one would leave.
         Returns the index of the first message not taken (Python decodes it)."""
-        self.commit_ts = 0
-        end = self._feed(raw, start, begins)
-        while end < len(raw) and self._learned(raw[end]):
-            end = self._feed(raw, end, begins)
-        return end
-
-    def _feed(self, raw: list[memoryview], start: int, begins: bool) -> int:
-        """One native call over ``raw`` from ``start``: where it stopped."""
         assembler = self.assembler
         transaction = assembler.transaction
         open_ = None
@@ -106,10 +73,12 @@ class NativeChanges:
             open_ = (commit.commit_lsn, commit.commit_lsn_text, commit.tail, transaction.seq)
         stream_xid = assembler.stream_xid
         in_stream = self.decoder.in_stream
+        self.commit_ts = 0
         if in_stream and stream_xid is None:
             return start
         end, frames, committed, begun, seq, lsn = CORE.feed_batch(
-            raw, start, self._batch_tables, open_, in_stream, begins, assembler.ready)
+            raw, start, self._batch_tables, self._learn, open_, in_stream, begins,
+            assembler.ready)
         if end == start:
             return start
         self.received_lsn = lsn
@@ -125,28 +94,20 @@ class NativeChanges:
             transaction.seq = seq
         return end
 
-    def _learned(self, message: memoryview) -> bool:
-        """True when ``message`` is a row change of a relation the native core was not
-        given and can convert, now given to it (the next call takes the change)."""
-        at = _XLOG_HEADER + (5 if self.decoder.in_stream else 1)
-        if len(message) < at + 4 or message[0] != ord("w"):
-            return False
-        if message[_XLOG_HEADER] not in _ROW_CHANGES:
-            return False
-        (oid,) = _OID.unpack_from(message, at)
-        if oid in self._batch_tables or oid not in self.decoder.relations:
-            return False
+    def _learn(self, oid: int) -> BatchTable | None:
+        """What ``feed_batch`` takes of relation ``oid`` (it keeps it in ``_batch_tables``
+        while its shape is current); None when the decoder or the shapes do not know it
+        (the reference's error follows) or a codec is not native."""
+        if oid not in self.decoder.relations:
+            return None
         try:
             shape = self.assembler.shapes.get(oid)
         except KeyError:
-            return False  # the reference's error follows
+            return None
         known = self._tables.get(oid)
         if known is None or known[0] is not shape:  # a new Relation: a new shape
             known = self._tables[oid] = (shape, self._batch_table(shape))
-        if known[1] is None:
-            return False
-        self._batch_tables[oid] = known[1]
-        return True
+        return known[1]
 
     def _batch_table(self, shape: TableShape) -> BatchTable | None:
         native = NativeTable.of(shape)
@@ -173,30 +134,15 @@ class NativeChanges:
         if not isinstance(spool, CommittedSpool):
             assembler.drain(limit)
             return
-        reader = self._reader
-        if reader is None or reader.spool is not spool:
-            reader = self._reader = _SpoolReader(spool)
-        ready = assembler.ready
-        wanted = len(ready) + limit
-        while True:
-            records, reader.at, drain.seq, size = self._records(
-                reader, drain.commit, drain.seq, wanted - len(ready), max_bytes)
-            ready.extend(records)
-            max_bytes -= size
-            # stop when the batch is full, else read on past the buffer's whole frames
-            if len(ready) >= wanted or max_bytes <= 0 or not reader.refill():
-                break
-        if reader.done:
-            self._reader = None
+        leftover = self._leftover if self._draining is spool else b""
+        commit = drain.commit
+        self._leftover, drain.seq, done = CORE.spool_records(
+            spool.file, leftover, assembler.ready, limit, max_bytes, spool.aborted,
+            (commit.db, commit.commit_lsn, commit.commit_lsn_text, commit.tail), drain.seq,
+            SPOOL_CHUNK)
+        self._draining = spool
+        if done:
+            self._draining = None
             spool.close()
             drain.handed_out = drain.seq  # nothing more: the reference's drain ends it
             assembler.drain(0)
-
-    def _records(self, reader: _SpoolReader, commit: CommitInfo, seq: int, limit: int,
-                 max_bytes: int) -> tuple[list[Record], int, int, int]:
-        """The records of the whole frames in the reader's buffer, numbered from ``seq``;
-        where the first frame not consumed starts; the next ``seq``; the records' values'
-        length in all."""
-        return CORE.spool_records(reader.buffer, reader.at, limit, max_bytes,
-                                  reader.spool.aborted, commit.db, commit.commit_lsn,
-                                  commit.commit_lsn_text, commit.tail, seq)

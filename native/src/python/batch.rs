@@ -49,7 +49,8 @@ type Outcome<'py> = (
 /// `start` for as long as each is an XLogData holding one of:
 ///
 /// - an Insert, Update or Delete of a relation in `tables` (OID → `(plan, topic, head,
-///   topic UTF-8, source names)`): inside a stream block (`stream`) its spool frame
+///   topic UTF-8, source names)`; for an OID not in it, `learn(oid)` gives the tuple,
+///   kept in `tables`, or None: Python converts the relation's changes): inside a stream block (`stream`) its spool frame
 ///   (what `StreamSpool.add` writes) goes to `frames`; in the open transaction its
 ///   record (what `complete` makes of the event) is appended to `ready`;
 /// - with `begins`, the Begin of a normal transaction when none is open;
@@ -63,13 +64,14 @@ type Outcome<'py> = (
 /// commit_ts, xid)`), that transaction's next `seq`, and the end LSN of the last
 /// message taken (0 if none).
 #[pyfunction]
-#[pyo3(signature = (raw, start, tables, open, stream, begins, ready))]
+#[pyo3(signature = (raw, start, tables, learn, open, stream, begins, ready))]
 #[allow(clippy::too_many_arguments)] // one call per batch of messages
 pub fn feed_batch<'py>(
     py: Python<'py>,
     raw: &Bound<'py, PyList>,
     start: usize,
     tables: &Bound<'py, PyDict>,
+    learn: &Bound<'py, PyAny>,
     open: Option<(u64, Vec<u8>, Vec<u8>, u64)>,
     stream: bool,
     begins: bool,
@@ -81,7 +83,11 @@ pub fn feed_batch<'py>(
         tail,
         seq,
     });
-    let mut known: HashMap<u32, Option<Table<'py>>> = HashMap::new();
+    let mut tables = Tables {
+        tables,
+        learn,
+        known: HashMap::new(),
+    };
     let mut frames: Vec<u8> = Vec::new();
     let mut commit = None;
     let mut begin: Option<Begin> = None;
@@ -108,7 +114,7 @@ pub fn feed_batch<'py>(
         let payload = &data[XLOG_HEADER..];
         let taken = match payload[0] {
             b'I' | b'U' | b'D' if stream => {
-                let table = table(&mut known, tables, payload, 5)?;
+                let table = tables.of(payload, 5)?;
                 match (table, streamed_xid(payload)) {
                     (Some(table), Some(subxid)) => {
                         convert_streamed_change(payload, &table.plan.get().plan)
@@ -131,7 +137,7 @@ pub fn feed_batch<'py>(
                     _ => false,
                 }
             }
-            b'I' | b'U' | b'D' => match (open.as_mut(), table(&mut known, tables, payload, 1)?) {
+            b'I' | b'U' | b'D' => match (open.as_mut(), tables.of(payload, 1)?) {
                 (Some(transaction), Some(table)) => {
                     let source = Source {
                         head: &table.head,
@@ -203,29 +209,42 @@ pub fn feed_batch<'py>(
     Ok((index, frames, commit, begin, seq, last_lsn))
 }
 
-/// The conversion of the relation whose OID is at byte `at` of `payload`, from `tables`
-/// (looked up once per OID per batch); None when Python must convert its changes.
-fn table<'a, 'py>(
-    known: &'a mut HashMap<u32, Option<Table<'py>>>,
-    tables: &Bound<'py, PyDict>,
-    payload: &[u8],
-    at: usize,
-) -> PyResult<Option<&'a Table<'py>>> {
-    let Some(oid) = payload.get(at..at + 4) else {
-        return Ok(None);
-    };
-    let oid = u32::from_be_bytes([oid[0], oid[1], oid[2], oid[3]]);
-    let found = match known.entry(oid) {
-        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-        std::collections::hash_map::Entry::Vacant(entry) => {
-            let table = match tables.get_item(oid)? {
-                Some(found) => Some(unpack(&found.cast_into::<PyTuple>()?)?),
-                None => None,
-            };
-            entry.insert(table)
-        }
-    };
-    Ok(found.as_ref())
+/// The tables of a batch: `tables` (OID → conversion), and `learn(oid)` for one not
+/// in it (its conversion, then kept in `tables`, or None: Python converts its changes).
+struct Tables<'a, 'py> {
+    tables: &'a Bound<'py, PyDict>,
+    learn: &'a Bound<'py, PyAny>,
+    known: HashMap<u32, Option<Table<'py>>>,
+}
+
+impl<'py> Tables<'_, 'py> {
+    /// The conversion of the relation whose OID is at byte `at` of `payload` (looked up
+    /// once per OID per batch); None when Python must convert its changes.
+    fn of(&mut self, payload: &[u8], at: usize) -> PyResult<Option<&Table<'py>>> {
+        let Some(oid) = payload.get(at..at + 4) else {
+            return Ok(None);
+        };
+        let oid = u32::from_be_bytes([oid[0], oid[1], oid[2], oid[3]]);
+        let found = match self.known.entry(oid) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let mut found = self.tables.get_item(oid)?;
+                if found.is_none() {
+                    let learned = self.learn.call1((oid,))?;
+                    if !learned.is_none() {
+                        self.tables.set_item(oid, &learned)?;
+                        found = Some(learned);
+                    }
+                }
+                let table = match found {
+                    Some(found) => Some(unpack(&found.cast_into::<PyTuple>()?)?),
+                    None => None,
+                };
+                entry.insert(table)
+            }
+        };
+        Ok(found.as_ref())
+    }
 }
 
 /// `(plan, topic, head, topic UTF-8, source names)`.

@@ -12,56 +12,129 @@ use super::snapshot::{int, types};
 use super::untrack::is_tracked;
 use crate::spool::{push_completed, read_frame, Commit};
 
-/// Up to `limit` records (and no more once their values add up to `max_bytes`) of the
-/// spool frames in `chunk` from byte `start`, skipping the
+/// The source block of a committed transaction's records: `(db, commit_lsn,
+/// commit_lsn_text, tail)` (`CommitInfo`'s).
+type CommitArg = (Vec<u8>, u64, Vec<u8>, Vec<u8>);
+
+/// Read a committed streamed transaction's spool `file` (from where the last call
+/// stopped, with the bytes it left over, `leftover`) and append up to `limit` of its
+/// records to `ready` (and no more once their values add up to `max_bytes`), skipping the
 /// frames of the subtransactions in `aborted`: each `Record(topic, key, value,
-/// Position(commit_lsn, seq), tombstone)` with the value `complete` makes of the event
-/// (source block: `db`, `commit_lsn_text`, `tail`), numbered from `first_seq`. Returns
-/// `(records, end, next_seq, value_bytes)`: `end` is where the first frame not consumed
-/// starts (a frame cut short by the end of `chunk` is not consumed), `value_bytes` the
-/// records' values' length in all.
+/// Position(commit_lsn, seq), tombstone)` with the value `complete` makes of the event,
+/// numbered from `first_seq`. The file is read `chunk_bytes` at a time (`file` None:
+/// nothing was spooled). Returns `(leftover, next_seq, done)`: the bytes read but not
+/// consumed (for the next call), and whether the file is exhausted. A file ending inside
+/// a frame, or a frame whose topic is not UTF-8, is a ValueError naming the byte.
 #[pyfunction]
-#[pyo3(signature = (chunk, start, limit, max_bytes, aborted, db, commit_lsn, commit_lsn_text, tail, first_seq))]
-#[allow(clippy::too_many_arguments)] // one call per chunk of thousands of records
+#[pyo3(signature = (file, leftover, ready, limit, max_bytes, aborted, commit, first_seq, chunk_bytes))]
+#[allow(clippy::too_many_arguments)] // one call per batch of thousands of records
 pub fn spool_records<'py>(
     py: Python<'py>,
-    chunk: &Bound<'py, PyBytes>,
-    start: usize,
+    file: Option<&Bound<'py, PyAny>>,
+    leftover: &[u8],
+    ready: &Bound<'py, PyList>,
     limit: usize,
     max_bytes: usize,
     aborted: HashSet<u32>,
-    db: &[u8],
-    commit_lsn: u64,
-    commit_lsn_text: &[u8],
-    tail: &[u8],
+    commit: CommitArg,
     first_seq: u64,
-) -> PyResult<(Bound<'py, PyList>, usize, u64, usize)> {
+    chunk_bytes: usize,
+) -> PyResult<(Bound<'py, PyBytes>, u64, bool)> {
+    let mut reader = Reader {
+        buffer: leftover.to_vec(),
+        at: 0,
+        // the file offset of `buffer[0]`, for errors
+        base: match file {
+            Some(file) => file
+                .call_method0("tell")?
+                .extract::<u64>()?
+                .saturating_sub(leftover.len() as u64),
+            None => 0,
+        },
+    };
+    let mut taken = Taken {
+        count: 0,
+        seq: first_seq,
+        bytes: 0,
+    };
+    let done = loop {
+        push_records(py, &mut reader, ready, limit, max_bytes, &aborted, &commit, &mut taken)?;
+        if taken.count >= limit || taken.bytes >= max_bytes {
+            break false;
+        }
+        let more: Vec<u8> = match file {
+            Some(file) => file.call_method1("read", (chunk_bytes,))?.extract()?,
+            None => Vec::new(),
+        };
+        if more.is_empty() {
+            if reader.at < reader.buffer.len() {
+                return Err(PyValueError::new_err(format!(
+                    "the stream spool file ends inside the frame at byte {}: it is damaged",
+                    reader.base + reader.at as u64
+                )));
+            }
+            break true;
+        }
+        reader.buffer.drain(..reader.at);
+        reader.base += reader.at as u64;
+        reader.at = 0;
+        reader.buffer.extend_from_slice(&more);
+    };
+    Ok((PyBytes::new(py, &reader.buffer[reader.at..]), taken.seq, done))
+}
+
+/// The spool bytes read and not yet consumed.
+struct Reader {
+    buffer: Vec<u8>,
+    /// Where the first frame not consumed starts in `buffer`.
+    at: usize,
+    /// The file offset of `buffer[0]`.
+    base: u64,
+}
+
+/// What a `spool_records` call appended so far.
+struct Taken {
+    count: usize,
+    seq: u64,
+    bytes: usize,
+}
+
+/// Append the records of the whole frames of `reader`'s buffer to `ready`, within
+/// `limit` records and `max_bytes` of values (counting what `taken` holds).
+#[allow(clippy::too_many_arguments)] // the state of one `spool_records` call
+fn push_records<'py>(
+    py: Python<'py>,
+    reader: &mut Reader,
+    ready: &Bound<'py, PyList>,
+    limit: usize,
+    max_bytes: usize,
+    aborted: &HashSet<u32>,
+    commit: &CommitArg,
+    taken: &mut Taken,
+) -> PyResult<()> {
     let types = types(py)?;
     if !types.tombstone_next {
         return Err(PyTypeError::new_err(
             "Record's field after position must be tombstone",
         ));
     }
-    let data = chunk.as_bytes();
-    let commit = Commit {
+    let (db, commit_lsn, commit_lsn_text, tail) = commit;
+    let source = Commit {
         db,
         commit_lsn: commit_lsn_text,
         tail,
     };
-    let commit_lsn = int(py, commit_lsn);
+    let commit_lsn = int(py, *commit_lsn);
     let defaults_untracked = types.defaults.iter().all(|d| !is_tracked(d.bind(py)));
-    let records = PyList::empty(py);
+    let data = &reader.buffer;
     let mut topic: Option<(&[u8], Bound<'py, PyString>)> = None;
-    let mut at = start;
-    let mut seq = first_seq;
     let mut value = Vec::new();
-    let mut total = 0usize;
-    while records.len() < limit && total < max_bytes {
-        let frame_start = at;
-        let Some((frame, next)) = read_frame(data, at) else {
+    while taken.count < limit && taken.bytes < max_bytes {
+        let frame_start = reader.at;
+        let Some((frame, next)) = read_frame(data, reader.at) else {
             break;
         };
-        at = next;
+        reader.at = next;
         if aborted.contains(&frame.subxid) {
             continue;
         }
@@ -70,8 +143,9 @@ pub fn spool_records<'py>(
             _ => {
                 let text = std::str::from_utf8(frame.topic).map_err(|e| {
                     PyValueError::new_err(format!(
-                        "the spool frame at byte {frame_start} has a topic that is not \
-                         UTF-8 ({e}): the spool file is damaged"
+                        "the stream spool frame at byte {} has a topic that is not UTF-8 \
+                         ({e}): the spool file is damaged",
+                        reader.base + frame_start as u64
                     ))
                 })?;
                 let name = PyString::new(py, text);
@@ -80,11 +154,11 @@ pub fn spool_records<'py>(
             }
         };
         value.clear();
-        push_completed(&mut value, &frame, &commit, seq);
-        total = total.saturating_add(value.len());
+        push_completed(&mut value, &frame, &source, taken.seq);
+        taken.bytes = taken.bytes.saturating_add(value.len());
         let position = types
             .position
-            .make(PyTuple::new(py, [commit_lsn.clone(), int(py, seq)])?, true)?;
+            .make(PyTuple::new(py, [commit_lsn.clone(), int(py, taken.seq)])?, true)?;
         let mut items = Vec::with_capacity(4 + types.defaults.len());
         items.extend([
             name.into_any(),
@@ -94,12 +168,13 @@ pub fn spool_records<'py>(
             PyBool::new(py, frame.tombstone).to_owned().into_any(),
         ]);
         items.extend(types.defaults.iter().skip(1).map(|d| d.bind(py).clone()));
-        records.append(
+        ready.append(
             types
                 .record
                 .make(PyTuple::new(py, items)?, defaults_untracked)?,
         )?;
-        seq = seq.saturating_add(1);
+        taken.count += 1;
+        taken.seq = taken.seq.saturating_add(1);
     }
-    Ok((records, at, seq, total))
+    Ok(())
 }

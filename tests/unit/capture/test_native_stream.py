@@ -9,10 +9,12 @@ top-level xid or a subtransaction's, in one or more blocks.
 
 from __future__ import annotations
 
+import io
 import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from cdc.capture.stream import native as dml_native
 from cdc.capture.stream.native import NativeChanges
 from cdc.capture.stream.transactions import TransactionAssembler
 from cdc.log import Record
+from cdc.native import CORE
 
 from . import wire
 from .test_native_dml import (
@@ -146,3 +149,15 @@ def test_a_plain_stream_is_converted_natively(tmp_path: Path) -> None:
     assert [r.position.seq for r in records] == list(range(25))
     assert actual[2] == COMMIT_LSN + 8
     assert not list((tmp_path / "native").iterdir())  # the spool file is gone
+
+
+@pytest.mark.parametrize("cut", [1, 20, 37])
+def test_a_spool_file_cut_inside_a_frame_is_an_error_naming_the_byte(cut: int) -> None:
+    frame = (struct.pack(">IIIIIQ?", TOP, 3, 8, 2, 0, 0x10, False)
+             + b"a.b" + b'{"id":1}' + b"{}")
+    spool = io.BytesIO(frame + frame[:cut])
+    ready: list[Record] = []
+    commit = (b'"db"', COMMIT_LSN, b"0/900", b'"txid":1}}')
+    with pytest.raises(ValueError, match=f"ends inside the frame at byte {len(frame)}"):
+        CORE.spool_records(spool, b"", ready, 10, 1 << 20, set(), commit, 0, 16)
+    assert len(ready) == 1  # the whole frame before it
