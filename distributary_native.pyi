@@ -63,12 +63,6 @@ def snapshot_rows(
 ) -> list[tuple[bytes, bytes] | bytes]:
     """Per row ``(key, value)``, or its raw line when Python must convert it."""
 
-def snapshot_records(
-    chunk: bytes, plan: SnapshotPlan, topic: str, lsn: int, source: tuple[bytes, bytes],
-    first_seq: int,
-) -> tuple[list[Record | None], list[tuple[int, bytes]]]:
-    """``(records, fallbacks)``: None in ``records`` where ``(index, line)`` is Python's."""
-
 @final
 class SnapshotBatch:
     """A chunk's rows converted, grouped and encoded natively (made by ``snapshot_batch``;
@@ -85,6 +79,9 @@ class SnapshotBatch:
         self, chunk: bytes, plan: SnapshotPlan, source: tuple[bytes, bytes], first_seq: int
     ) -> list[tuple[int, bytes]]: ...
     def fill(self, index: int, key: bytes, value: bytes) -> None: ...
+    def records(self) -> list[Record]:
+        """Each row's record (a ``ValueError`` while a row is not filled)."""
+
     def parts(self, partitions: int) -> list[SnapshotPart]:
         """One part per partition, in order of first appearance."""
 

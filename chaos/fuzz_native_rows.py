@@ -2,7 +2,7 @@
 
 ``copy``: a chunk of ``COPY … TO STDOUT`` text lines (values of every native kind, odd
 ones, escapes, wrong field counts, raw bytes) of a table, converted four ways: the
-events (``snapshot_rows``), the records (``snapshot_records``) and the encoded lines of
+events (``snapshot_rows``), the records (``snapshot_batch``'s) and the encoded lines of
 each partition (``snapshot_batch``, twice ``extend``-ed in two halves, then ``parts``
 and ``encode``). Each must be what ``read_event`` and ``complete`` make of every row
 (through ``encode_batch_reference`` for the lines), or the same error.
@@ -120,7 +120,7 @@ def fuzz_copy(core: Core, data: bytes) -> None:
         checks = [
             ("snapshot_rows", _outcome(_reference_bodies, shape, chunk),
              _outcome(table.bodies, chunk, LSN)),
-            ("snapshot_records", _outcome(_reference_records, shape, chunk, 3),
+            ("records", _outcome(_reference_records, shape, chunk, 3),
              _outcome(table.records, chunk, COMMIT, 3)),
             ("snapshot_batch", _outcome(_reference_lines, shape, chunk, 3, partitions),
              _outcome(_native_lines, table, chunk, 3, partitions)),

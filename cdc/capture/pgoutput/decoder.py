@@ -275,7 +275,8 @@ class PgOutputDecoder:
     def _stream_commit(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Stream Commit")
         expect_size("Stream Commit", end, 1 + _STREAM_COMMIT.size)
-        return StreamCommit(*_STREAM_COMMIT.unpack_from(data, 1))
+        xid, *fields = _STREAM_COMMIT.unpack_from(data, 1)
+        return StreamCommit(*fields, xid=xid)
 
     def _stream_abort(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Stream Abort")

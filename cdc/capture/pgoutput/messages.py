@@ -25,7 +25,7 @@ them into visible ``\\xNN`` escapes before a value reaches JSON.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 __all__ = [
@@ -83,13 +83,18 @@ class Begin:
 
 
 @dataclass(frozen=True, slots=True)
-class Commit:
-    """``C``: the transaction ends; acknowledge ``end_lsn`` once its events are durable."""
+class CommitFields:
+    """What a Commit and a Stream Commit both carry."""
 
     flags: int
     commit_lsn: int
     end_lsn: int
     commit_ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Commit(CommitFields):
+    """``C``: the transaction ends; acknowledge ``end_lsn`` once its events are durable."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,14 +204,11 @@ class StreamStop:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamCommit:
-    """``c``: the streamed transaction ``xid`` committed."""
+class StreamCommit(CommitFields):
+    """``c``: the streamed transaction ``xid`` committed (a keyword, after the commit's
+    fields)."""
 
-    xid: int
-    flags: int
-    commit_lsn: int
-    end_lsn: int
-    commit_ts: int
+    xid: int = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from cdc.log import Position, Record
+from cdc.log import Record
 from cdc.native import CORE
 
 from .. import codecs
@@ -95,17 +95,9 @@ class NativeTable:
 
     def records(self, chunk: bytes, commit: CommitInfo, first_seq: int) -> list[Record]:
         """The log records of the rows of ``chunk`` (whole COPY lines), numbered
-        ``(commit_lsn, first_seq + i)``: what ``read_event`` then ``complete`` make."""
-        shape = self.shape
-        lsn = commit.commit_lsn
-        records, fallbacks = CORE.snapshot_records(
-            chunk, self.plan, shape.topic, lsn, self._source(commit), first_seq)
-        for index, line in fallbacks:
-            seq = first_seq + index
-            event = read_event(shape, copy_row(line), lsn)
-            records[index] = Record(shape.topic, event.key, complete(event, commit, seq),
-                                    Position(lsn, seq))
-        return records  # type: ignore[return-value]  # every None was replaced
+        ``(commit_lsn, first_seq + i)``, for a log that takes records: what ``read_event``
+        then ``complete`` make."""
+        return self.rows(chunk, commit, first_seq).records()
 
 
 @dataclass(frozen=True, slots=True)

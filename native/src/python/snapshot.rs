@@ -112,61 +112,6 @@ pub(super) fn types(py: Python<'_>) -> PyResult<&Types> {
     })
 }
 
-/// As `snapshot_rows` with a source block, but each converted row comes as its
-/// `Record(topic, key, value, Position(lsn, seq))` (the other fields their defaults):
-/// returns `(records, fallbacks)` where `records` holds None at the index of each row
-/// Python must convert and `fallbacks` lists those as `(index, raw line)`.
-#[pyfunction]
-#[pyo3(signature = (chunk, plan, topic, lsn, source, first_seq))]
-pub fn snapshot_records<'py>(
-    py: Python<'py>,
-    chunk: &Bound<'py, PyBytes>,
-    plan: &Bound<'py, SnapshotPlan>,
-    topic: &Bound<'py, PyString>,
-    lsn: u64,
-    source: (Vec<u8>, Vec<u8>),
-    first_seq: u64,
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let types = types(py)?;
-    let data = chunk.as_bytes();
-    let plan = &plan.get().plan;
-    let rows = py.detach(|| {
-        let source = Source {
-            prefix: &source.0,
-            suffix: &source.1,
-            first_seq,
-        };
-        convert_chunk(data, plan, Some(&source))
-    });
-    let lsn = int(py, lsn);
-    let untracked = !is_tracked(topic) && types.defaults.iter().all(|d| !is_tracked(d.bind(py)));
-    let records = PyList::empty(py);
-    let fallbacks = PyList::empty(py);
-    for (index, row) in rows.into_iter().enumerate() {
-        let seq = first_seq.saturating_add(index as u64);
-        match row {
-            Row::Event { key, value } => {
-                let position = types
-                    .position
-                    .make(PyTuple::new(py, [lsn.clone(), int(py, seq)])?, true)?;
-                let mut items = vec![
-                    topic.clone().into_any(),
-                    PyBytes::new(py, &key).into_any(),
-                    PyBytes::new(py, &value).into_any(),
-                    position,
-                ];
-                items.extend(types.defaults.iter().map(|d| d.bind(py).clone()));
-                records.append(types.record.make(PyTuple::new(py, items)?, untracked)?)?;
-            }
-            Row::Fallback(range) => {
-                records.append(py.None())?;
-                fallbacks.append((index, PyBytes::new(py, &data[range])))?;
-            }
-        }
-    }
-    Ok((records, fallbacks))
-}
-
 pub(super) fn int(py: Python<'_>, value: u64) -> Bound<'_, PyAny> {
     value
         .into_pyobject(py)
@@ -311,13 +256,48 @@ impl SnapshotBatch {
             .map_err(PyValueError::new_err)
     }
 
+    /// Each row's `Record(topic, key, value, Position(lsn, seq))` (the other fields their
+    /// defaults), for a log that takes records (Kafka's).
+    fn records<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let py = slf.py();
+        let this = slf.get();
+        let types = types(py)?;
+        let topic = this.topic.bind(py);
+        let untracked =
+            !is_tracked(topic) && types.defaults.iter().all(|d| !is_tracked(d.bind(py)));
+        let lsn = int(py, this.lsn);
+        let state = this.state_attached(py)?;
+        let records = PyList::empty(py);
+        for index in 0..state.batch.len() {
+            let (key, value) = state.batch.row(index).ok_or_else(|| {
+                PyValueError::new_err(format!("row {index} is still to be converted"))
+            })?;
+            let position = types.position.make(
+                PyTuple::new(py, [lsn.clone(), int(py, state.batch.seq(index))])?,
+                true,
+            )?;
+            let mut items = vec![
+                topic.clone().into_any(),
+                PyBytes::new(py, key).into_any(),
+                PyBytes::new(py, value).into_any(),
+                position,
+            ];
+            items.extend(types.defaults.iter().map(|d| d.bind(py).clone()));
+            records.append(types.record.make(PyTuple::new(py, items)?, untracked)?)?;
+        }
+        Ok(records)
+    }
+
     /// The rows grouped for a topic of `partitions` partitions, one part per partition in
     /// order of first appearance (as the file producer groups records).
     fn parts(slf: &Bound<'_, Self>, partitions: u32) -> PyResult<Vec<SnapshotPart>> {
         let this = slf.get();
         let groups = slf.py().detach(|| {
             let mut state = this.state()?;
-            let groups = state.batch.group(partitions).map_err(PyValueError::new_err)?;
+            let groups = state
+                .batch
+                .group(partitions)
+                .map_err(PyValueError::new_err)?;
             let out: Vec<(u32, usize, u64)> = groups
                 .iter()
                 .map(|g| {
@@ -366,9 +346,10 @@ impl SnapshotPart {
     #[getter]
     fn last_position<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lsn = self.batch.get().lsn;
-        types(py)?
-            .position
-            .make(PyTuple::new(py, [int(py, lsn), int(py, self.last_seq)])?, true)
+        types(py)?.position.make(
+            PyTuple::new(py, [int(py, lsn), int(py, self.last_seq)])?,
+            true,
+        )
     }
 
     /// The part's lines, the first at byte `size` of the segment: `(lines, index entries,

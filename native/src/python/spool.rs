@@ -58,7 +58,16 @@ pub fn spool_records<'py>(
         bytes: 0,
     };
     let done = loop {
-        push_records(py, &mut reader, ready, limit, max_bytes, &aborted, &commit, &mut taken)?;
+        push_records(
+            py,
+            &mut reader,
+            ready,
+            limit,
+            max_bytes,
+            &aborted,
+            &commit,
+            &mut taken,
+        )?;
         if taken.count >= limit || taken.bytes >= max_bytes {
             break false;
         }
@@ -80,7 +89,11 @@ pub fn spool_records<'py>(
         reader.at = 0;
         reader.buffer.extend_from_slice(&more);
     };
-    Ok((PyBytes::new(py, &reader.buffer[reader.at..]), taken.seq, done))
+    Ok((
+        PyBytes::new(py, &reader.buffer[reader.at..]),
+        taken.seq,
+        done,
+    ))
 }
 
 /// The spool bytes read and not yet consumed.
@@ -156,9 +169,10 @@ fn push_records<'py>(
         value.clear();
         push_completed(&mut value, &frame, &source, taken.seq);
         taken.bytes = taken.bytes.saturating_add(value.len());
-        let position = types
-            .position
-            .make(PyTuple::new(py, [commit_lsn.clone(), int(py, taken.seq)])?, true)?;
+        let position = types.position.make(
+            PyTuple::new(py, [commit_lsn.clone(), int(py, taken.seq)])?,
+            true,
+        )?;
         let mut items = Vec::with_capacity(4 + types.defaults.len());
         items.extend([
             name.into_any(),

@@ -122,6 +122,12 @@ impl Batch {
         self.first_seq.saturating_add(index as u64)
     }
 
+    /// The key and event of row `index`, None while Python has not converted it.
+    pub fn row(&self, index: usize) -> Option<(&[u8], &[u8])> {
+        let (key, value) = self.rows.get(index)?.as_ref()?;
+        Some((&self.buf[key.clone()], &self.buf[value.clone()]))
+    }
+
     /// Give the key and event of a row Python converted.
     pub fn fill(&mut self, index: usize, key: &[u8], value: &[u8]) -> Result<(), String> {
         match self.rows.get(index) {

@@ -59,7 +59,7 @@ def test_a_ddl_message_of_a_streamed_transaction_waits_for_its_commit(tmp_path: 
         if end == "abort":
             assembler.feed(StreamAbort(xid, xid), 0x300)
         else:
-            assembler.feed(StreamCommit(xid, 0, 0x300, 0x310, 0), 0x300)
+            assembler.feed(StreamCommit(0, 0x300, 0x310, 0, xid=xid), 0x300)
             assembler.drain(100)
             assembler.drain(100)
     (record,) = assembler.ready

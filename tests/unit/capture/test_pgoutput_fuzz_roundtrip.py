@@ -89,7 +89,7 @@ def test_transaction_boundaries_round_trip(final_lsn: int, commit_ts: int, xid: 
     assert decoder.decode(wire.commit(final_lsn, end_lsn, commit_ts, flags)) == Commit(
         flags, final_lsn, end_lsn, commit_ts)
     assert decoder.decode(wire.stream_commit(xid, final_lsn, end_lsn, commit_ts, flags)) == \
-        StreamCommit(xid, flags, final_lsn, end_lsn, commit_ts)
+        StreamCommit(flags, final_lsn, end_lsn, commit_ts, xid=xid)
     assert decoder.decode(wire.stream_abort(xid, xid ^ 1)) == StreamAbort(xid, xid ^ 1)
 
 

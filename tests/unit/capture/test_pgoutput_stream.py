@@ -55,7 +55,7 @@ def test_a_streamed_transaction_from_start_to_commit() -> None:
     assert decoder.decode(wire.stream_start(XID, first_segment=False)) == StreamStart(XID, False)
     assert decoder.decode(wire.stream_stop()) == StreamStop()
     payload = wire.stream_commit(XID, commit_lsn=100, end_lsn=200, commit_ts=-1)
-    assert decoder.decode(payload) == StreamCommit(XID, 0, 100, 200, -1)
+    assert decoder.decode(payload) == StreamCommit(0, 100, 200, -1, xid=XID)
 
 
 def test_stream_abort_of_a_subtransaction() -> None:
