@@ -297,13 +297,15 @@ class PgOutputDecoder:
         return BeginPrepare(prepare_lsn, end_lsn, prepare_ts, xid, gid)
 
     def _prepare(self, data: bytes, end: int) -> Message:
-        return Prepare(*self._prepared_fields(data, end, "Prepare"))
+        flags, lsn, end_lsn, ts, xid, gid = self._prepared_fields(data, end, "Prepare")
+        return Prepare(lsn, end_lsn, ts, xid, gid, flags=flags)
 
     def _commit_prepared(self, data: bytes, end: int) -> Message:
         return CommitPrepared(*self._prepared_fields(data, end, "Commit Prepared"))
 
     def _stream_prepare(self, data: bytes, end: int) -> Message:
-        return StreamPrepare(*self._prepared_fields(data, end, "Stream Prepare"))
+        flags, lsn, end_lsn, ts, xid, gid = self._prepared_fields(data, end, "Stream Prepare")
+        return StreamPrepare(lsn, end_lsn, ts, xid, gid, flags=flags)
 
     def _rollback_prepared(self, data: bytes, end: int) -> Message:
         self._expect_outside_stream("Rollback Prepared")

@@ -224,9 +224,8 @@ class StreamAbort:
 
 
 @dataclass(frozen=True, slots=True)
-class BeginPrepare:
-    """``b``: a transaction prepared for two-phase commit (``PREPARE TRANSACTION gid``)
-    follows, its changes then ``Prepare`` (protocol 3, a ``two_phase`` slot)."""
+class PreparedFields:
+    """What the messages that prepare a transaction for two-phase commit carry."""
 
     prepare_lsn: int
     end_lsn: int
@@ -236,16 +235,18 @@ class BeginPrepare:
 
 
 @dataclass(frozen=True, slots=True)
-class Prepare:
-    """``P``: the transaction begun by ``BeginPrepare`` is prepared; it is neither committed
-    nor rolled back yet (``CommitPrepared`` or ``RollbackPrepared`` says which, later)."""
+class BeginPrepare(PreparedFields):
+    """``b``: a transaction prepared for two-phase commit (``PREPARE TRANSACTION gid``)
+    follows, its changes then ``Prepare`` (protocol 3, a ``two_phase`` slot)."""
 
-    flags: int
-    prepare_lsn: int
-    end_lsn: int
-    prepare_ts: int
-    xid: int
-    gid: str
+
+@dataclass(frozen=True, slots=True)
+class Prepare(PreparedFields):
+    """``P``: the transaction begun by ``BeginPrepare`` is prepared; it is neither committed
+    nor rolled back yet (``CommitPrepared`` or ``RollbackPrepared`` says which, later).
+    ``flags`` (unused by PostgreSQL) is a keyword, after the other fields."""
+
+    flags: int = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,16 +276,12 @@ class RollbackPrepared:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamPrepare:
+class StreamPrepare(PreparedFields):
     """``p``: the streamed transaction ``xid`` is prepared (its changes came in stream
-    blocks); ``CommitPrepared`` or ``RollbackPrepared`` follows later."""
+    blocks); ``CommitPrepared`` or ``RollbackPrepared`` follows later. ``flags`` as
+    ``Prepare``'s."""
 
-    flags: int
-    prepare_lsn: int
-    end_lsn: int
-    prepare_ts: int
-    xid: int
-    gid: str
+    flags: int = field(kw_only=True)
 
 
 Message: TypeAlias = (

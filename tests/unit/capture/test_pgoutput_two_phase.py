@@ -46,7 +46,7 @@ def test_a_prepared_transaction_from_begin_prepare_to_commit_prepared() -> None:
     assert decoder.decode(wire.insert(ORDERS_OID, ROW)) == Insert(  # no xid: not streamed
         ORDERS_OID, wire.expected(ROW), xid=None)
     assert decoder.decode(wire.prepare(0x16B3000, 0x16B3100, -7, XID, GID)) == Prepare(
-        0, 0x16B3000, 0x16B3100, -7, XID, GID)
+        0x16B3000, 0x16B3100, -7, XID, GID, flags=0)
     payload = wire.commit_prepared((1 << 64) - 1, 0x16B4000, 123, XID, GID)
     assert decoder.decode(payload) == CommitPrepared(0, (1 << 64) - 1, 0x16B4000, 123, XID,
                                                      GID)
@@ -59,7 +59,7 @@ def test_rollback_prepared_and_stream_prepare() -> None:
     assert decoder.decode(wire.stream_start(XID, first_segment=True)) == StreamStart(XID, True)
     decoder.decode(wire.stream_stop())
     payload = wire.stream_prepare(0x300, 0x380, 9, XID, "")
-    assert decoder.decode(payload) == StreamPrepare(0, 0x300, 0x380, 9, XID, "")
+    assert decoder.decode(payload) == StreamPrepare(0x300, 0x380, 9, XID, "", flags=0)
 
 
 @pytest.mark.parametrize("payload", [
@@ -106,7 +106,7 @@ def _prepared(assembler: TransactionAssembler, xid: int = 9, rows: int = 3,
     assembler.feed(_relation(7), lsn - 0xF0)
     for n in range(rows):
         assembler.feed(Insert(7, (str(n), "1.5")), lsn - 0xE0 + n)
-    assembler.feed(Prepare(0, lsn, lsn + 0x40, 0, xid, f"g{xid}"), lsn)
+    assembler.feed(Prepare(lsn, lsn + 0x40, 0, xid, f"g{xid}", flags=0), lsn)
 
 
 def _events(assembler: TransactionAssembler) -> list[dict[str, Any]]:
@@ -188,7 +188,7 @@ def test_a_streamed_transaction_prepared_then_committed(tmp_path: Path) -> None:
     assembler.feed(Insert(7, ("2", "1.0"), xid=31), 0x118)  # a subtransaction, aborted below
     assembler.feed(StreamStop(), 0x120)
     assembler.feed(StreamAbort(30, 31), 0x128)
-    assembler.feed(StreamPrepare(0, 0x200, 0x240, 0, 30, "s"), 0x200)
+    assembler.feed(StreamPrepare(0x200, 0x240, 0, 30, "s", flags=0), 0x200)
     assert _events(assembler) == [] and assembler.ack_lsn <= 0x200
     assembler.feed(CommitPrepared(0, 0x900, 0x940, 0, 30, "s"), 0x900)
     _drain(assembler)
@@ -203,7 +203,7 @@ def test_a_streamed_prepared_transaction_rolled_back(tmp_path: Path) -> None:
     assembler.feed(_relation(7), 0x108)
     assembler.feed(Insert(7, ("1", "1.0"), xid=30), 0x110)
     assembler.feed(StreamStop(), 0x120)
-    assembler.feed(StreamPrepare(0, 0x200, 0x240, 0, 30, "s"), 0x200)
+    assembler.feed(StreamPrepare(0x200, 0x240, 0, 30, "s", flags=0), 0x200)
     assembler.feed(RollbackPrepared(0, 0x240, 0x340, 0, 0, 30, "s"), 0x300)
     assert _events(assembler) == [] and assembler.idle and assembler.ack_lsn == 0x340
 
