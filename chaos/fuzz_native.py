@@ -7,7 +7,7 @@ its input (``FUZZ_TARGET=copy`` keeps to one target):
 
 - ``change``: one pgoutput row change → ``dml_event``, ``feed_batch`` (record, frame);
 - ``session``: a replication stream → ``feed_batch``, ``spool_records`` (drain);
-- ``copy``: COPY text rows → ``snapshot_rows``, ``snapshot_records``, ``snapshot_batch``;
+- ``copy``: COPY text rows → ``snapshot_rows``, ``snapshot_batch`` (its records and lines);
 - ``log``: a segment chunk → ``decode_lines`` (and ``murmur2``, ``partition_for``,
   ``crc32``);
 - ``spool``: stream spool frames → ``spool_records``.

@@ -71,10 +71,14 @@ pub fn spool_records<'py>(
         if taken.count >= limit || taken.bytes >= max_bytes {
             break false;
         }
-        let more: Vec<u8> = match file {
-            Some(file) => file.call_method1("read", (chunk_bytes,))?.extract()?,
-            None => Vec::new(),
+        let read = match file {
+            Some(file) => Some(
+                file.call_method1("read", (chunk_bytes,))?
+                    .cast_into::<PyBytes>()?,
+            ),
+            None => None,
         };
+        let more = read.as_ref().map_or(&[][..], |bytes| bytes.as_bytes());
         if more.is_empty() {
             if reader.at < reader.buffer.len() {
                 return Err(PyValueError::new_err(format!(
@@ -87,7 +91,7 @@ pub fn spool_records<'py>(
         reader.buffer.drain(..reader.at);
         reader.base += reader.at as u64;
         reader.at = 0;
-        reader.buffer.extend_from_slice(&more);
+        reader.buffer.extend_from_slice(more);
     };
     Ok((
         PyBytes::new(py, &reader.buffer[reader.at..]),
