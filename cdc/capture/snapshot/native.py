@@ -5,9 +5,10 @@ becomes its events in one call (``native/src/snapshot/``), byte for byte what
 A table is converted natively when every column's codec is one the native core knows
 (``KINDS``: integers, bool, text and every type kept as text, numeric, float4/8, date,
 timestamp, timestamptz, json/jsonb, bytea); any other table stays on the Python path. A
-row the native core cannot convert exactly (a BC date, an offset other than UTC, bytes
-that are not UTF-8, bytea in escape output, …) comes back as its raw line and goes
-through ``read_event`` here.
+row holding what PostgreSQL does not write with the capture's session settings (bytes
+that are not UTF-8, bytea in escape output, another DateStyle, a json document with a
+duplicate key or a lone surrogate, …) comes back as its raw line and goes through
+``read_event`` here, which keeps an unreadable value as text (``unparsed``).
 """
 
 from __future__ import annotations

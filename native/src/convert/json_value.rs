@@ -1,9 +1,11 @@
-//! `decode_json` (json/jsonb): the document re-written compactly, exactly as
-//! `orjson.dumps(orjson.loads(text))` writes it. What orjson would not read the same
-//! way, or where the Python codec takes its careful path, is left to Python: a run of 16
-//! or more digits and dots anywhere (a number a double may not hold exactly), a
-//! duplicate key, a lone surrogate escape, a number out of a double's range, invalid
-//! JSON, nesting deeper than `MAX_DEPTH`.
+//! `decode_json` (json/jsonb): the document re-written compactly, exactly as the Python
+//! codec writes it. Its quick path is `orjson.dumps(orjson.loads(text))`; where orjson
+//! refuses the text (a number out of a double's range) or a run of 16 or more digits and
+//! dots stands anywhere (a number a double may not hold exactly), its careful path keeps
+//! every integer beyond 64 bits and every decimal a double does not hold exactly as its
+//! text, a JSON string (`careful`). Left to Python: a duplicate key, a lone surrogate
+//! escape, invalid JSON, nesting deeper than `MAX_DEPTH`, exponents of more than 15
+//! digits.
 
 use super::json::{push_float, push_string, push_u64};
 
@@ -11,10 +13,23 @@ const MAX_DEPTH: usize = 64;
 
 /// Append the JSON of `text` decoded as json/jsonb; false when Python must decide.
 pub fn push_json(out: &mut Vec<u8>, text: &[u8]) -> bool {
-    if has_long_number(text) {
-        return false;
+    let start = out.len();
+    if !has_long_number(text) && parse(out, text, false) {
+        return true;
     }
-    let mut parser = Parser { text, at: 0, out };
+    out.truncate(start);
+    parse(out, text, true)
+}
+
+/// The whole of `text` as one JSON value into `out`; `careful`: the Python codec's
+/// careful path for numbers.
+fn parse(out: &mut Vec<u8>, text: &[u8], careful: bool) -> bool {
+    let mut parser = Parser {
+        text,
+        at: 0,
+        out,
+        careful,
+    };
     parser.value(0).is_some() && {
         parser.skip_space();
         parser.at == text.len()
@@ -41,6 +56,7 @@ struct Parser<'a, 'o> {
     text: &'a [u8],
     at: usize,
     out: &'o mut Vec<u8>,
+    careful: bool,
 }
 
 impl Parser<'_, '_> {
@@ -195,8 +211,9 @@ impl Parser<'_, '_> {
         u32::from_str_radix(text, 16).ok()
     }
 
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer (at most 15 digits
-    /// here: longer runs went to Python) or a double.
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer within 64 bits, a
+    /// double; on the careful path a larger integer, or a decimal no double holds
+    /// exactly, as its text (a JSON string).
     fn number(&mut self) -> Option<()> {
         let start = self.at;
         let negative = self.text.get(self.at) == Some(&b'-');
@@ -227,17 +244,25 @@ impl Parser<'_, '_> {
         }
         let literal = std::str::from_utf8(&self.text[start..self.at]).ok()?;
         if integer {
-            let value: i64 = literal.parse().ok()?;
-            if value < 0 {
-                self.out.push(b'-');
+            match int64(literal) {
+                Some((negative, magnitude)) => {
+                    if negative {
+                        self.out.push(b'-');
+                    }
+                    push_u64(self.out, magnitude);
+                }
+                None if self.careful => push_string(self.out, literal.as_bytes()),
+                None => return None,
             }
-            push_u64(self.out, value.unsigned_abs());
-        } else {
-            let value: f64 = literal.parse().ok()?;
-            value.is_finite().then_some(())?;
-            push_float(self.out, value).then_some(())?;
+            return Some(());
         }
-        Some(())
+        let value: f64 = literal.parse().ok()?;
+        if self.careful && !(value.is_finite() && exactly(literal, value)?) {
+            push_string(self.out, literal.as_bytes());
+            return Some(());
+        }
+        value.is_finite().then_some(())?;
+        push_float(self.out, value).then_some(())
     }
 
     /// Skip digits; whether there was one.
@@ -248,6 +273,61 @@ impl Parser<'_, '_> {
         }
         self.at > start
     }
+}
+
+/// An integer literal within `[-2^63, 2^64 - 1]` (what orjson writes as a number): its
+/// sign (false for zero) and magnitude; None beyond.
+fn int64(literal: &str) -> Option<(bool, u64)> {
+    let (negative, digits) = match literal.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, literal),
+    };
+    let magnitude: u64 = digits.parse().ok()?;
+    if negative && magnitude > 1 << 63 {
+        return None;
+    }
+    Some((negative && magnitude != 0, magnitude))
+}
+
+/// Whether the decimal `literal` equals `value` written shortest, as the Python codec
+/// checks (`Decimal(repr(value)) == Decimal(literal)`); None (Python decides) for an
+/// exponent of more than 15 digits.
+fn exactly(literal: &str, value: f64) -> Option<bool> {
+    Some(decimal(literal)? == decimal(&format!("{value:e}"))?)
+}
+
+/// A decimal number as `(negative, significant digits, exponent of the last digit)`,
+/// zero as `(false, [], 0)` (so `-0` equals `0`).
+fn decimal(text: &str) -> Option<(bool, Vec<u8>, i64)> {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent),
+        None => (text, "0"),
+    };
+    let exponent = exponent.strip_prefix('+').unwrap_or(exponent);
+    if exponent.trim_start_matches('-').len() > 15 {
+        return None;
+    }
+    let mut exponent: i64 = exponent.parse().ok()?;
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    exponent -= i64::try_from(fraction.len()).ok()?;
+    let mut digits: Vec<u8> = whole.bytes().chain(fraction.bytes()).collect();
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+        exponent += 1;
+    }
+    let first = digits
+        .iter()
+        .position(|&d| d != b'0')
+        .unwrap_or(digits.len());
+    digits.drain(..first);
+    if digits.is_empty() {
+        return Some((false, digits, 0));
+    }
+    Some((negative, digits, exponent))
 }
 
 #[cfg(test)]
@@ -271,13 +351,46 @@ mod tests {
     }
 
     #[test]
+    fn the_careful_path_keeps_what_a_double_does_not_hold_as_text() {
+        assert_eq!(json("1234567890123456").unwrap(), "1234567890123456");
+        assert_eq!(
+            json("[18446744073709551615,18446744073709551616,-9223372036854775809]").unwrap(),
+            r#"[18446744073709551615,"18446744073709551616","-9223372036854775809"]"#
+        );
+        assert_eq!(
+            json("[0.000000000000001,0.30000000000000004,0.1000000000000000055511]").unwrap(),
+            r#"[1e-15,0.30000000000000004,"0.1000000000000000055511"]"#
+        );
+        // orjson refuses 1e400: the careful path takes the whole document
+        assert_eq!(
+            json(r#"{"a":1e400,"b":0.1,"c":1.10,"d":1e-400,"e":0e-5}"#).unwrap(),
+            r#"{"a":"1e400","b":0.1,"c":1.1,"d":"1e-400","e":0.0}"#
+        );
+        assert_eq!(json("1e-400").unwrap(), "0.0"); // orjson reads it as 0.0
+        assert_eq!(
+            json("1e12345678901234567").unwrap(),
+            r#""1e12345678901234567""#
+        );
+        assert_eq!(
+            json(r#"{"x":"1234567890123456"}"#).unwrap(),
+            r#"{"x":"1234567890123456"}"#
+        );
+    }
+
+    #[test]
+    fn decimals_compare_by_value() {
+        assert_eq!(decimal("1.50e2"), decimal("150"));
+        assert_eq!(decimal("-0.0"), decimal("0e7"));
+        assert_ne!(decimal("0.1"), decimal("0.10000000000000001"));
+        assert_eq!(decimal("1e1234567890123456"), None);
+    }
+
+    #[test]
     fn what_python_decides() {
         for text in [
             r#"{"a":1,"a":2}"#,
-            "1234567890123456",
-            "0.000000000000001",
             r#""\ud800""#,
-            "1e400",
+            "1e-12345678901234567",
             "01",
             "[1,]",
             "NaN",
