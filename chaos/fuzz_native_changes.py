@@ -56,8 +56,8 @@ from cdc.log import Position, Record
 from .fuzz_input import Choices
 from .fuzz_native_checks import Core, NativeFault, calling, check_decode_error, native_call
 
-# two tables of every native kind: (flags, name, type OID); the second has a
-# composite key, odd names and a type the native core leaves to Python (bytea)
+# tables of the native kinds: (flags, name, type OID); the second has a composite key
+# and odd names, the third a bytea column
 TABLES: dict[int, list[tuple[int, str, int]]] = {
     16401: [(1, "id", 20), (0, "note", 25), (0, "ok", 16), (0, "price", 701),
             (0, "amount", 1700), (0, "day", 1082), (0, "ts", 1114), (0, "at", 1184),

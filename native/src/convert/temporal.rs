@@ -1,5 +1,5 @@
-//! The temporal codecs of `cdc/capture/codecs/temporal.py`: `date`, `timestamp` and
-//! `timestamptz` text (DateStyle ISO) into ISO-8601 strings. Years before 1 AD take
+//! The temporal codecs of `cdc/capture/codecs/temporal.py`: `date`, `timestamp`,
+//! `timestamptz` and `timetz` text (DateStyle ISO) into ISO-8601 strings. Years before 1 AD take
 //! astronomical numbering with a sign (`0044-03-15 BC` is `-0043-03-15`), years past 9999
 //! a `+`, and a `timestamptz` is moved to UTC (`Z`) whatever its offset. Text the Python
 //! codec refuses (another DateStyle, an offset on a `timestamp`) is refused here too.
@@ -37,6 +37,47 @@ pub fn push_temporal(out: &mut Vec<u8>, text: &[u8], kind: Kind) -> bool {
         _ => return false,
     };
     push_string(out, iso.as_bytes());
+    true
+}
+
+/// `decode_timetz`: `HH:MM:SS[.f…]±HH[:MM[:SS]]` → `HH:MM:SS[.f…]±HH:MM[:SS]`; false
+/// for any other text (the codec refuses it).
+pub fn push_timetz(out: &mut Vec<u8>, text: &[u8]) -> bool {
+    let mut scan = Scan { text, at: 0 };
+    let Some(time) = scan.time() else {
+        return false;
+    };
+    let Some(sign @ (b'+' | b'-')) = text.get(scan.at).copied() else {
+        return false;
+    };
+    scan.at += 1;
+    let Some(hours) = scan.digits(2, 2) else {
+        return false;
+    };
+    let mut parts = [&b"00"[..], &b""[..]];
+    for part in &mut parts {
+        let mark = scan.at;
+        if scan.take(b':') {
+            match scan.digits(2, 2) {
+                Some(digits) => *part = digits,
+                None => {
+                    scan.at = mark;
+                    break;
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    if scan.at != text.len() {
+        return false;
+    }
+    let [minutes, seconds] = parts;
+    let colon: &[u8] = if seconds.is_empty() { b"" } else { b":" };
+    push_string_parts(
+        out,
+        &[time.text, &[sign], hours, b":", minutes, colon, seconds],
+    );
     true
 }
 
@@ -144,15 +185,15 @@ impl<'a> Moment<'a> {
     }
 }
 
-/// A cursor over the text of a date or timestamp.
-struct Scan<'a> {
-    text: &'a [u8],
-    at: usize,
+/// A cursor over the text of a date, a timestamp or an interval.
+pub(super) struct Scan<'a> {
+    pub(super) text: &'a [u8],
+    pub(super) at: usize,
 }
 
 impl<'a> Scan<'a> {
     /// Between `min` and `max` ASCII digits (as many as there are, up to `max`).
-    fn digits(&mut self, min: usize, max: usize) -> Option<&'a [u8]> {
+    pub(super) fn digits(&mut self, min: usize, max: usize) -> Option<&'a [u8]> {
         let start = self.at;
         while self.at - start < max && self.text.get(self.at).is_some_and(u8::is_ascii_digit) {
             self.at += 1;
@@ -161,7 +202,7 @@ impl<'a> Scan<'a> {
     }
 
     /// Step over `byte` if it comes next.
-    fn take(&mut self, byte: u8) -> bool {
+    pub(super) fn take(&mut self, byte: u8) -> bool {
         let found = self.text.get(self.at) == Some(&byte);
         self.at += usize::from(found);
         found
@@ -350,6 +391,23 @@ mod tests {
             (Kind::Date, "2024-03-15é"),
         ] {
             assert_eq!(value(kind, text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn timetz_keeps_its_offset() {
+        let timetz = |text: &str| {
+            let mut out = Vec::new();
+            push_timetz(&mut out, text.as_bytes()).then(|| String::from_utf8(out).unwrap())
+        };
+        assert_eq!(timetz("10:11:12+02").unwrap(), "\"10:11:12+02:00\"");
+        assert_eq!(timetz("10:11:12.5-05:30").unwrap(), "\"10:11:12.5-05:30\"");
+        assert_eq!(
+            timetz("00:00:00+00:53:28").unwrap(),
+            "\"00:00:00+00:53:28\""
+        );
+        for refused in ["10:11:12", "10:11:12+2", "10:11+02", "10:11:12+02:3", "x"] {
+            assert_eq!(timetz(refused), None, "{refused}");
         }
     }
 

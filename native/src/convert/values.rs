@@ -4,8 +4,9 @@
 //! (out-of-range numbers, spellings PostgreSQL does not write, …): the row then goes
 //! through the Python reference.
 
+use super::interval::push_interval;
 use super::json::{push_float, push_string, push_u64};
-use super::temporal::push_temporal;
+use super::temporal::{push_temporal, push_timetz};
 
 /// Which Python codec a column uses: its code is its place in `Kind::ALL`, which the module
 /// exports as `VALUE_KINDS` (codec function name → code) for `cdc/capture/snapshot/native.py`.
@@ -31,11 +32,15 @@ pub enum Kind {
     Json,
     /// `decode_bytea`: hex output (`\x…`) as base64 in a JSON string.
     Bytea,
+    /// `decode_timetz`: its own offset kept, written `±HH:MM[:SS]`.
+    Timetz,
+    /// `decode_interval`: an ISO-8601 duration with a sign per component.
+    Interval,
 }
 
 impl Kind {
     /// Every kind, in the order of their codes.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Text,
         Kind::Int,
         Kind::Bool,
@@ -46,6 +51,8 @@ impl Kind {
         Kind::Timestamptz,
         Kind::Json,
         Kind::Bytea,
+        Kind::Timetz,
+        Kind::Interval,
     ];
 
     /// The kind numbered `code`, or None.
@@ -66,6 +73,8 @@ impl Kind {
             Kind::Timestamptz => "decode_timestamptz",
             Kind::Json => "decode_json",
             Kind::Bytea => "decode_bytea",
+            Kind::Timetz => "decode_timetz",
+            Kind::Interval => "decode_interval",
         }
     }
 }
@@ -94,6 +103,8 @@ pub fn push_value(out: &mut Vec<u8>, kind: Kind, text: &[u8]) -> bool {
         Kind::Date | Kind::Timestamp | Kind::Timestamptz => push_temporal(out, text, kind),
         Kind::Json => super::json_value::push_json(out, text),
         Kind::Bytea => push_bytea(out, text),
+        Kind::Timetz => push_timetz(out, text),
+        Kind::Interval => push_interval(out, text),
     }
 }
 
@@ -224,7 +235,7 @@ mod tests {
         for (code, kind) in Kind::ALL.iter().enumerate() {
             assert_eq!(Kind::from_code(u8::try_from(code).unwrap()), Some(*kind));
         }
-        assert_eq!(Kind::from_code(10), None);
+        assert_eq!(Kind::from_code(12), None);
         let mut codecs: Vec<&str> = Kind::ALL.iter().map(|kind| kind.codec()).collect();
         codecs.sort_unstable();
         codecs.dedup();

@@ -66,7 +66,7 @@ fn what_it_cannot_convert_goes_back_as_the_line() {
 
 #[test]
 fn a_bad_plan_is_refused() {
-    assert!(Plan::new(&[1, 10], &["a", "b"], &[0], 1).is_err());
+    assert!(Plan::new(&[1, 12], &["a", "b"], &[0], 1).is_err());
     assert!(Plan::new(&[1], &["a"], &[1], 1).is_err());
     assert!(Plan::new(&[1, 1], &["a", "b"], &[0, 0], 1).is_err());
     assert!(Plan::new(&[], &[], &[], 1).is_err());
