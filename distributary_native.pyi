@@ -14,6 +14,8 @@ from cdc.plugins.contract import SinkEvent
 VALUE_KINDS: dict[str, int]
 """The name of each codec (in ``cdc.capture.codecs``) the native core reproduces → the code a
 ``SnapshotPlan`` takes for it (``convert/values.rs``)."""
+ARRAY_OF: int
+"""A kind's code with this bit: an array of that kind (``array_codec`` with ``,``)."""
 FIELD_KINDS: dict[str, int]
 """A JSON value's kind (``str``, ``int``, ``big_int``, ``float``, ``bool``, ``object``,
 ``array``, ``null``) → its bit in ``opensearch_actions``' fields (``opensearch.rs``)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from .base import Codec, CodecError, JSONValue, unescape_quoted
 
@@ -28,13 +29,21 @@ def _tokens(delimiter: str) -> re.Pattern[str]:
                       rf'|([^{{}}"\\ \t\n\r\v\f{d}]+)){space}', re.S)
 
 
+@dataclass(frozen=True, slots=True)
+class ArrayCodec:
+    """The codec of arrays whose elements ``element`` decodes, ``delimiter`` apart (what
+    the native core reads to take such a column itself)."""
+
+    element: Codec
+    delimiter: str = ","
+
+    def __call__(self, text: str) -> JSONValue:
+        return parse_array(text, self.element, self.delimiter)
+
+
 def array_codec(element: Codec, delimiter: str = ",") -> Codec:
     """A codec for arrays whose elements ``element`` decodes."""
-
-    def decode_array(text: str) -> JSONValue:
-        return parse_array(text, element, delimiter)
-
-    return decode_array
+    return ArrayCodec(element, delimiter)
 
 
 def parse_array(text: str, element: Codec, delimiter: str = ",") -> list[JSONValue]:

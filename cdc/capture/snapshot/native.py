@@ -4,7 +4,8 @@ becomes its events in one call (``native/src/snapshot/``), byte for byte what
 
 A table is converted natively when every column's codec is one the native core knows
 (``KINDS``: integers, bool, text and every type kept as text, numeric, float4/8, date,
-timestamp, timestamptz, json/jsonb, bytea); any other table stays on the Python path. A
+timestamp, timestamptz, timetz, interval, json/jsonb, bytea, and arrays of those); any
+other table (ranges, composites, arrays of other types) stays on the Python path. A
 row holding what PostgreSQL does not write with the capture's session settings (bytes
 that are not UTF-8, bytea in escape output, another DateStyle, a json document with a
 duplicate key or a lone surrogate, …) comes back as its raw line and goes through
@@ -22,12 +23,21 @@ from cdc.log import Record
 from cdc.native import CORE
 
 from .. import codecs
+from ..codecs.arrays import ArrayCodec
 from ..events import CommitInfo, TableShape, complete, read_event
 from .copy import copy_row
 
 # codec → the native kind number: the codecs the native core reproduces, by name
 KINDS: dict[Callable[[str], object], int] = {
     getattr(codecs, name): code for name, code in CORE.VALUE_KINDS.items()}
+
+
+def _kind(codec: Callable[[str], object]) -> int | None:
+    """The native code of ``codec`` (an array of a native kind too), or None."""
+    if isinstance(codec, ArrayCodec):
+        element = KINDS.get(codec.element) if codec.delimiter == "," else None
+        return None if element is None else element | CORE.ARRAY_OF
+    return KINDS.get(codec)
 
 
 class NativeTable:
@@ -43,7 +53,7 @@ class NativeTable:
         one the native core knows."""
         if not shape.columns or len(shape.codecs) != len(shape.columns):
             return None
-        kinds = [KINDS.get(codec) for codec in shape.codecs]
+        kinds = [_kind(codec) for codec in shape.codecs]
         if None in kinds or len(set(shape.key_indexes)) != len(shape.key_indexes):
             return None
         try:

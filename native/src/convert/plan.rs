@@ -2,12 +2,12 @@
 //! fixed pieces of its events.
 
 use super::json;
-use super::values::Kind;
+use super::values::Codec;
 
 /// What converting a table's rows needs: its columns, their codecs, its key columns.
 #[derive(Debug)]
 pub struct Plan {
-    pub(crate) kinds: Vec<Kind>,
+    pub(crate) kinds: Vec<Codec>,
     /// Each column's name as JSON followed by `:`.
     pub(crate) names: Vec<Vec<u8>>,
     pub(crate) key_indexes: Vec<usize>,
@@ -37,7 +37,7 @@ impl Plan {
         }
         let kinds = kinds
             .iter()
-            .map(|&code| Kind::from_code(code).ok_or(format!("unknown codec kind {code}")))
+            .map(|&code| Codec::from_code(code).ok_or(format!("unknown codec kind {code}")))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, &index) in key_indexes.iter().enumerate() {
             if index >= kinds.len() || key_indexes[..i].contains(&index) {

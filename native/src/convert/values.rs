@@ -4,6 +4,7 @@
 //! (out-of-range numbers, spellings PostgreSQL does not write, …): the row then goes
 //! through the Python reference.
 
+use super::arrays::push_array;
 use super::interval::push_interval;
 use super::json::{push_float, push_string, push_u64};
 use super::temporal::{push_temporal, push_timetz};
@@ -75,6 +76,37 @@ impl Kind {
             Kind::Bytea => "decode_bytea",
             Kind::Timetz => "decode_timetz",
             Kind::Interval => "decode_interval",
+        }
+    }
+}
+
+/// The code bit of an array column (`array_codec` of a kind's codec, `,` delimited):
+/// exported as `ARRAY_OF`.
+pub const ARRAY_OF: u8 = 0x80;
+
+/// A column's codec: a kind's, or an array of that kind's (`Plan` holds one a column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Codec {
+    pub kind: Kind,
+    pub array: bool,
+}
+
+impl Codec {
+    /// The codec numbered `code` (a kind's code, with `ARRAY_OF` for its arrays), or None.
+    pub fn from_code(code: u8) -> Option<Codec> {
+        Some(Codec {
+            kind: Kind::from_code(code & !ARRAY_OF)?,
+            array: code & ARRAY_OF != 0,
+        })
+    }
+
+    /// Append the JSON of `text` (valid UTF-8, unescaped COPY text); false when Python
+    /// must decide.
+    pub fn push(self, out: &mut Vec<u8>, text: &[u8]) -> bool {
+        if self.array {
+            push_array(out, self.kind, text)
+        } else {
+            push_value(out, self.kind, text)
         }
     }
 }

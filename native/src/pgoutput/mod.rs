@@ -6,7 +6,7 @@
 //! Anything that would not be exactly the reference's bytes gives None, and Python
 //! takes the message the reference way: a malformed message (the decoder's error), a
 //! tuple whose column count is not the plan's, a binary (`b`) value, text that is not
-//! UTF-8, a value `push_value` leaves to Python (the reference then keeps the text and
+//! UTF-8, a value `Codec::push` leaves to Python (the reference then keeps the text and
 //! lists the column in `unparsed`), and an Update whose old key is not its new key (the
 //! reference's `d` + `c` pair).
 
@@ -15,7 +15,6 @@ mod tests;
 pub mod transaction;
 
 use crate::convert::json::push_u64;
-use crate::convert::values::push_value;
 use crate::convert::Plan;
 
 /// One row change's event.
@@ -212,7 +211,7 @@ fn push_one(out: &mut Vec<u8>, plan: &Plan, index: usize, value: Value<'_>) -> O
     match value {
         Value::Null | Value::Unchanged => out.extend_from_slice(b"null"),
         Value::Text(text) => {
-            if !push_value(out, *plan.kinds.get(index)?, text) {
+            if !plan.kinds.get(index)?.push(out, text) {
                 return None;
             }
         }

@@ -12,7 +12,6 @@ pub mod batch;
 mod tests;
 
 use crate::convert::json;
-use crate::convert::values::push_value;
 pub use crate::convert::Plan;
 
 /// One row's result.
@@ -107,10 +106,10 @@ pub(crate) fn convert_line_into(
             after.extend_from_slice(b"null");
         } else if raw.contains(&b'\\') {
             unescape(raw, text);
-            if !push_value(after, kind, text) {
+            if !kind.push(after, text) {
                 return None;
             }
-        } else if !push_value(after, kind, raw) {
+        } else if !kind.push(after, raw) {
             return None;
         }
         spans.push(begin..after.len());

@@ -57,7 +57,7 @@ from cdc.log import Position, Record
 from cdc.native import CORE
 
 from . import wire
-from .test_native_snapshot import CANONICAL, VALUES
+from .test_native_snapshot import CANONICAL, INT_ARRAY, TEXT_ARRAY, VALUES
 
 KEEPS_SHAPES = (Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop)
 
@@ -65,17 +65,17 @@ CHECKS = settings(max_examples=250, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 OID = 16390
 
-# built-in type OID → the codec its values are drawn for (int4[]: a table left to Python,
-# its values drawn as any text)
-ARRAY = 1007
+# built-in type OID → the codec its values are drawn for (int4range: a table left to
+# Python, its values drawn as any text)
+RANGE = 3904
 TYPES: dict[int, Any] = {
     20: decode_int, 21: decode_int, 23: decode_int, 16: decode_bool, 25: decode_text,
     1043: decode_text, 1700: decode_numeric, 700: decode_float, 701: decode_float,
     1082: decode_date, 1114: decode_timestamp, 1184: decode_timestamptz, 114: decode_json,
     3802: decode_json, 17: decode_bytea, 1186: decode_interval, 1266: decode_timetz,
-    ARRAY: decode_text,
+    1007: INT_ARRAY, 1009: TEXT_ARRAY, RANGE: decode_text,
 }
-NATIVE_TYPES = [oid for oid in TYPES if oid != ARRAY]
+NATIVE_TYPES = [oid for oid in TYPES if oid != RANGE]
 
 
 class Binary(bytes):
@@ -292,7 +292,7 @@ def test_the_fast_path_writes_the_reference_records(tmp_path_factory: Any,
         if isinstance(records, list):
             assert all(type(r) is Record and type(r.position) is Position for r in records)
     assert not taken[0] and not taken[1] and not taken[-1]  # Relation, Begin, Commit
-    if all(oid != ARRAY for _, oid, _ in table):
+    if all(oid != RANGE for _, oid, _ in table):
         for (payload, clean), took in zip(body, taken[2:-1], strict=True):
             assert took or not clean, f"PostgreSQL's own output fell back: {payload!r}"
 
@@ -306,7 +306,7 @@ def _shape_of(table: list[Column], tmp_path: Path) -> tuple[Any, PgOutputDecoder
 @CHECKS
 @given(st.data())
 def test_events_are_the_reference_bytes(tmp_path_factory: Any, data: st.DataObject) -> None:
-    table = data.draw(tables().filter(lambda t: all(oid != ARRAY for _, oid, _ in t)))
+    table = data.draw(tables().filter(lambda t: all(oid != RANGE for _, oid, _ in t)))
     shape, decoder = _shape_of(table, tmp_path_factory.mktemp("s"))
     native = NativeTable.of(shape)
     assert native is not None

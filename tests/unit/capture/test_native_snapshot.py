@@ -33,6 +33,7 @@ from cdc.capture.codecs import (
     decode_timetz,
 )
 from cdc.capture.codecs.arrays import array_codec
+from cdc.capture.codecs.records import range_codec
 from cdc.capture.events import CommitInfo, TableShape, complete, read_event
 from cdc.capture.snapshot.copy import copy_row
 from cdc.capture.snapshot.native import NativeTable
@@ -184,6 +185,47 @@ CANONICAL[decode_interval] = _interval()
 VALUES[decode_timetz] = st.one_of(_TIMETZ_TEXT, st.sampled_from(
     [b"10:11:12", b"10:11:12+2", b"10:11+02", b"24:00:00+00"]))
 CANONICAL[decode_timetz] = _TIMETZ_TEXT
+
+
+def _array_element(item: str | None) -> str:
+    """One element as ``array_out`` writes it: quoted when it must be."""
+    if item is None:
+        return "NULL"
+    if item == "" or item.upper() == "NULL" or any(c in item for c in '{},"\\ \t\n\r\v\f'):
+        return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return item
+
+
+@st.composite
+def _array(draw: st.DrawFn, element: st.SearchStrategy[str]) -> bytes:
+    """A one- or two-dimensional array literal of ``element`` texts (and NULLs), some
+    with a dimension decoration, as COPY writes it."""
+    items = st.none() | element
+    if draw(st.booleans()):
+        rows = draw(st.integers(1, 3))
+        width = draw(st.integers(1, 3))
+        text = "{" + ",".join(
+            "{" + ",".join(_array_element(draw(items)) for _ in range(width)) + "}"
+            for _ in range(rows)) + "}"
+        decoration = f"[0:{rows - 1}][1:{width}]="
+    else:
+        values = draw(st.lists(items, max_size=5))
+        text = "{" + ",".join(_array_element(v) for v in values) + "}"
+        decoration = f"[-1:{len(values) - 2}]=" if values else ""
+    if decoration and draw(st.booleans()):
+        text = decoration + text
+    return _copy_escape(text.encode())
+
+
+INT_ARRAY, TEXT_ARRAY = array_codec(decode_int), array_codec(decode_text)
+_INT_TEXT = st.integers(-2**63, 2**63 - 1).map(str)
+CANONICAL[INT_ARRAY] = _array(_INT_TEXT)
+CANONICAL[TEXT_ARRAY] = _array(st.text(st.characters(exclude_categories=["Cs"])))
+_ODD_ARRAYS = st.sampled_from([b"{1,,2}", b"{", b"{1 2}", b"[1:2]{1,2}", b"{{1},2}",
+                               b"{1}{2}", b'{"a}', b"{x}", b'{"NULL"}', b"{ 1 , 2 }",
+                               b"{{},{}}", b"[1:1]={NULL}"])
+VALUES[INT_ARRAY] = st.one_of(CANONICAL[INT_ARRAY], _ODD_ARRAYS)
+VALUES[TEXT_ARRAY] = st.one_of(CANONICAL[TEXT_ARRAY], _ODD_ARRAYS)
 VALUES[decode_json] = st.one_of(
     st.builds(_json_text, _JSON_ANY, st.booleans(), st.booleans()),
     st.sampled_from([b'{"a": 1, "a": 2}', b'"\\ud800"', b'"\\ud83d\\ude00"', b"1e400",
@@ -339,7 +381,10 @@ def test_values_python_must_decide_come_back_as_lines() -> None:
 
 
 def test_tables_with_other_codecs_stay_on_the_python_path() -> None:
-    assert NativeTable.of(_shape((decode_int, array_codec(decode_int)))) is None
+    assert NativeTable.of(_shape((decode_int, range_codec(decode_int)))) is None
+    assert NativeTable.of(_shape((decode_int, array_codec(decode_int, ";")))) is None
+    assert NativeTable.of(_shape((decode_int, array_codec(range_codec(decode_int))))) is None
+    assert NativeTable.of(_shape((decode_int, array_codec(decode_int)))) is not None
     assert NativeTable.of(_shape((decode_int, decode_interval))) is not None
     assert NativeTable.of(_shape((decode_int, decode_bytea))) is not None
     assert NativeTable.of(_shape((decode_int, decode_text))) is not None
