@@ -10,14 +10,12 @@ sinks' batch renderers. The readable Python definitions of what it computes live
 
 from __future__ import annotations
 
-MODULE = "distributary_native"
-
 try:
     import distributary_native as CORE
 except ImportError as error:  # an install from the sources that skipped the build
     raise ImportError(
-        f"distributary's native core (the module {MODULE}) is not installed: install the "
-        "package with pip (`pip install distributary`, or `pip install .` in a checkout, "
-        "which builds it and needs Rust >= 1.74), or run `make setup`") from error
+        "distributary's native core (the module distributary_native) is not installed: "
+        "install the package with pip (`pip install distributary`, or `pip install .` in a "
+        "checkout, which builds it and needs Rust >= 1.74), or run `make setup`") from error
 
-__all__ = ["CORE", "MODULE"]
+__all__ = ["CORE"]

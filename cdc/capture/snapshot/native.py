@@ -3,12 +3,11 @@ becomes its events in one call (``native/src/snapshot/``), byte for byte what
 ``read_event`` and ``complete`` make of the same rows.
 
 A table is converted natively when every column's codec is one the native core knows
-(``KINDS``: integers, bool, text and every type kept as text, numeric, float4/8, date,
-timestamp, timestamptz, timetz, interval, json/jsonb, bytea, and arrays of those); any
-other table (ranges, composites, arrays of other types) stays on the Python path. A
-row holding what PostgreSQL does not write with the capture's session settings (bytes
-that are not UTF-8, bytea in escape output, another DateStyle, a json document with a
-duplicate key or a lone surrogate, …) comes back as its raw line and goes through
+(``KINDS``: integers, bool, text and the types kept as text, numeric, float4/8, the
+temporal types, json/jsonb, bytea, and arrays of those); others (ranges, composites)
+stay on the Python path. A row holding what PostgreSQL does not write under the
+capture's session settings (bytes that are not UTF-8, another DateStyle, a json
+document with a duplicate key, …) comes back as its raw line and goes through
 ``read_event`` here, which keeps an unreadable value as text (``unparsed``).
 """
 
@@ -34,18 +33,18 @@ KINDS: dict[Callable[[str], object], int] = {
 
 def _kind(codec: Callable[[str], object]) -> int | None:
     """The native code of ``codec`` (an array of a native kind too), or None."""
-    if isinstance(codec, ArrayCodec):
-        element = KINDS.get(codec.element) if codec.delimiter == "," else None
-        return None if element is None else element | CORE.ARRAY_OF
-    return KINDS.get(codec)
+    if not isinstance(codec, ArrayCodec):
+        return KINDS.get(codec)
+    element = KINDS.get(codec.element) if codec.delimiter == "," else None
+    return None if element is None else element | CORE.ARRAY_OF
 
 
+@dataclass(frozen=True, slots=True)
 class NativeTable:
     """One table's native conversion: its plan, built once per shape."""
 
-    def __init__(self, shape: TableShape, plan: CORE.SnapshotPlan) -> None:
-        self.shape = shape
-        self.plan = plan
+    shape: TableShape
+    plan: CORE.SnapshotPlan
 
     @classmethod
     def of(cls, shape: TableShape) -> NativeTable | None:

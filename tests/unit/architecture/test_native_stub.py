@@ -11,14 +11,12 @@ from types import ModuleType
 
 import pytest
 
-from cdc.native import MODULE
-
 STUB = Path(__file__).resolve().parents[3] / "distributary_native.pyi"
 
 
 @pytest.fixture(scope="module")
 def core() -> ModuleType:
-    return importlib.import_module(MODULE)
+    return importlib.import_module("distributary_native")
 
 
 def _stub() -> dict[str, ast.FunctionDef | ast.ClassDef]:

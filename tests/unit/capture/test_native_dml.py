@@ -21,6 +21,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdc.capture import pgoutput as pg
 from cdc.capture.codecs import (
     decode_bool,
     decode_bytea,
@@ -36,16 +37,7 @@ from cdc.capture.codecs import (
     decode_timetz,
 )
 from cdc.capture.events import delete_events, insert_events, update_events
-from cdc.capture.pgoutput import (
-    Begin,
-    Commit,
-    Delete,
-    Insert,
-    PgOutputDecoder,
-    StreamStart,
-    StreamStop,
-    Update,
-)
+from cdc.capture.pgoutput import Delete, Insert, PgOutputDecoder, Update
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.snapshot.copy import copy_row
 from cdc.capture.snapshot.native import NativeTable
@@ -59,7 +51,7 @@ from cdc.native import CORE
 from . import wire
 from .test_native_snapshot import CANONICAL, INT_ARRAY, TEXT_ARRAY, VALUES
 
-KEEPS_SHAPES = (Begin, Commit, Insert, Update, Delete, StreamStart, StreamStop)
+KEEPS_SHAPES = (pg.Begin, pg.Commit, Insert, Update, Delete, pg.StreamStart, pg.StreamStop)
 
 CHECKS = settings(max_examples=250, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
