@@ -16,6 +16,8 @@ VALUE_KINDS: dict[str, int]
 ``SnapshotPlan`` takes for it (``convert/values.rs``)."""
 ARRAY_OF: int
 """A kind's code with this bit: an array of that kind (``array_codec`` with ``,``)."""
+RANGE_OF: int
+"""A kind's code with this bit: a range of that kind (``range_codec``)."""
 FIELD_KINDS: dict[str, int]
 """A JSON value's kind (``str``, ``int``, ``big_int``, ``float``, ``bool``, ``object``,
 ``array``, ``null``) → its bit in ``opensearch_actions``' fields (``opensearch.rs``)."""

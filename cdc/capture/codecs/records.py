@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .base import Codec, CodecError, JSONValue, unescape_quoted
 
@@ -68,13 +69,20 @@ def composite_codec(attributes: Sequence[tuple[str, Codec]]) -> Codec:
     return decode_composite
 
 
+@dataclass(frozen=True, slots=True)
+class RangeCodec:
+    """The codec of a range type whose bounds ``subtype`` decodes (what the native core
+    reads to take such a column itself)."""
+
+    subtype: Codec
+
+    def __call__(self, text: str) -> JSONValue:
+        return parse_range(text, self.subtype)
+
+
 def range_codec(subtype: Codec) -> Codec:
     """A codec for a range type whose bounds ``subtype`` decodes."""
-
-    def decode_range(text: str) -> JSONValue:
-        return parse_range(text, subtype)
-
-    return decode_range
+    return RangeCodec(subtype)
 
 
 def parse_range(text: str, subtype: Codec) -> dict[str, JSONValue]:

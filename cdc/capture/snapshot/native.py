@@ -4,8 +4,8 @@ becomes its events in one call (``native/src/snapshot/``), byte for byte what
 
 A table is converted natively when every column's codec is one the native core knows
 (``KINDS``: integers, bool, text and the types kept as text, numeric, float4/8, the
-temporal types, json/jsonb, bytea, and arrays of those); others (ranges, composites)
-stay on the Python path. A row holding what PostgreSQL does not write under the
+temporal types, json/jsonb, bytea, arrays and ranges of those); others (composites,
+multiranges) stay on the Python path. A row holding what PostgreSQL does not write under the
 capture's session settings (bytes that are not UTF-8, another DateStyle, a json
 document with a duplicate key, …) comes back as its raw line and goes through
 ``read_event`` here, which keeps an unreadable value as text (``unparsed``).
@@ -23,6 +23,7 @@ from cdc.native import CORE
 
 from .. import codecs
 from ..codecs.arrays import ArrayCodec
+from ..codecs.records import RangeCodec
 from ..events import CommitInfo, TableShape, complete, read_event
 from .copy import copy_row
 
@@ -32,7 +33,10 @@ KINDS: dict[Callable[[str], object], int] = {
 
 
 def _kind(codec: Callable[[str], object]) -> int | None:
-    """The native code of ``codec`` (an array of a native kind too), or None."""
+    """The native code of ``codec`` (an array or a range of a native kind too), or None."""
+    if isinstance(codec, RangeCodec):
+        bound = KINDS.get(codec.subtype)
+        return None if bound is None else bound | CORE.RANGE_OF
     if not isinstance(codec, ArrayCodec):
         return KINDS.get(codec)
     element = KINDS.get(codec.element) if codec.delimiter == "," else None

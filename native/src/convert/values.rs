@@ -7,6 +7,7 @@
 use super::arrays::push_array;
 use super::interval::push_interval;
 use super::json::{push_float, push_string, push_u64};
+use super::ranges::push_range;
 use super::temporal::{push_temporal, push_timetz};
 
 /// Which Python codec a column uses: its code is its place in `Kind::ALL`, which the module
@@ -83,30 +84,46 @@ impl Kind {
 /// The code bit of an array column (`array_codec` of a kind's codec, `,` delimited):
 /// exported as `ARRAY_OF`.
 pub const ARRAY_OF: u8 = 0x80;
+/// The code bit of a range column (`range_codec` of a kind's codec): `RANGE_OF`.
+pub const RANGE_OF: u8 = 0x40;
 
-/// A column's codec: a kind's, or an array of that kind's (`Plan` holds one a column).
+/// What a column holds of its kind: one value, an array, or a range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Value,
+    Array,
+    Range,
+}
+
+/// A column's codec (`Plan` holds one a column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Codec {
     pub kind: Kind,
-    pub array: bool,
+    pub form: Form,
 }
 
 impl Codec {
-    /// The codec numbered `code` (a kind's code, with `ARRAY_OF` for its arrays), or None.
+    /// The codec numbered `code` (a kind's code, with `ARRAY_OF` or `RANGE_OF`), or None.
     pub fn from_code(code: u8) -> Option<Codec> {
+        let form = match code & (ARRAY_OF | RANGE_OF) {
+            0 => Form::Value,
+            ARRAY_OF => Form::Array,
+            RANGE_OF => Form::Range,
+            _ => return None,
+        };
         Some(Codec {
-            kind: Kind::from_code(code & !ARRAY_OF)?,
-            array: code & ARRAY_OF != 0,
+            kind: Kind::from_code(code & !(ARRAY_OF | RANGE_OF))?,
+            form,
         })
     }
 
     /// Append the JSON of `text` (valid UTF-8, unescaped COPY text); false when Python
     /// must decide.
     pub fn push(self, out: &mut Vec<u8>, text: &[u8]) -> bool {
-        if self.array {
-            push_array(out, self.kind, text)
-        } else {
-            push_value(out, self.kind, text)
+        match self.form {
+            Form::Value => push_value(out, self.kind, text),
+            Form::Array => push_array(out, self.kind, text),
+            Form::Range => push_range(out, self.kind, text),
         }
     }
 }

@@ -22,7 +22,7 @@ mod untrack;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::values::{Kind, ARRAY_OF};
+use crate::convert::values::{Kind, ARRAY_OF, RANGE_OF};
 
 #[pymodule]
 fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -33,6 +33,7 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     module.add("VALUE_KINDS", value_kinds)?;
     module.add("ARRAY_OF", ARRAY_OF)?; // a kind's code | ARRAY_OF: an array of that kind
+    module.add("RANGE_OF", RANGE_OF)?; // a kind's code | RANGE_OF: a range of that kind
     let field_kinds = PyDict::new(py); // JSON value kind → its bit in opensearch_actions' fields
     for (name, bit) in crate::opensearch::FIELD_KINDS {
         field_kinds.set_item(name, bit)?;

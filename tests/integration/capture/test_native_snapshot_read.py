@@ -31,7 +31,7 @@ CREATE TABLE typed (
     id bigint PRIMARY KEY, small smallint, i int, flag boolean, name text,
     label varchar(20), code char(3), ident uuid, amount numeric, ratio float8,
     little float4, day date, at timestamp, at_tz timestamptz, doc jsonb, raw json, bin bytea,
-    span interval, clock timetz, ints int[], words text[])
+    span interval, clock timetz, ints int[], words text[], nums int8range, during tstzrange)
 """
 FILL = r"""
 INSERT INTO typed SELECT g, (g %% 30000)::smallint, g * 7 - 9000000, g %% 3 = 0,
@@ -44,27 +44,31 @@ INSERT INTO typed SELECT g, (g %% 30000)::smallint, g * 7 - 9000000, g %% 3 = 0,
     decode(md5(g::text), 'hex'),
     make_interval(g %% 7 - 3, g %% 13, 0, g %% 40 - 20, g %% 25, g %% 60, g / 1000.0),
     time with time zone '10:11:12.5+05:30' + g * interval '1 second',
-    ARRAY[g, -g, NULL], ARRAY[['a ' || g, 'NULL'], ['"q"\', E'\t{}']]
+    ARRAY[g, -g, NULL], ARRAY[['a ' || g, 'NULL'], ['"q"\', E'\t{}']],
+    int8range(g, g * 2 + 1, '(]'),
+    tstzrange(timestamptz '2024-02-29 10:11:12+02' + g * interval '1 hour', NULL)
 FROM generate_series(1, %s) g
 """
 ODD = r"""
 INSERT INTO typed VALUES
     (-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
     (-2, -32768, -2147483648, false, '', '', '', '00000000-0000-0000-0000-000000000000',
      'NaN', 'NaN', 'Infinity', 'infinity', '-infinity', 'infinity', '[]', '{"a":1,"a":2}',
-     '', '0', '00:00:00+00', '{}', '{}'),
+     '', '0', '00:00:00+00', '{}', '{}', 'empty', '(,)'),
     (-3, 32767, 2147483647, true, E'\\N', E'\\', 'abc', NULL, '-Infinity', '-Infinity',
      '1e-45', '0044-03-15 BC', '0044-03-15 12:00:00 BC', '0001-01-01 00:00:00+00 BC',
      '{"big": 12345678901234567890, "f": 0.1}', '[1.0, -0, "\t"]', '\x00ff80',
      '-178000000 years -11 mons -2147483648 days -2562047788:00:54.775807',
-     '24:00:00-15:59:59', '[0:1]={1,2}', '{{"",NULL},{" x ","é"}}'),
+     '24:00:00-15:59:59', '[0:1]={1,2}', '{{"",NULL},{" x ","é"}}', '[-9223372036854775808,0)',
+     '[-infinity,infinity]'),
     (-9223372036854775808, 0, 0, true, E'\x01\x1f', 'x', 'y', NULL,
      '123456789012345678901234567890.123456789', 1.7976931348623157e308, 3.4028235e38,
      '294276-12-31', '294276-12-31 23:59:59.999999', '1999-12-31 23:59:59.999999+00',
      '"x"', '  {"deep": [[[{"k": "\u0000"}]]]}  ', '\x0a09',
      '178000000 years 2147483647 days 2562047788:00:54.775807', '00:00:00.000001-00:00:01',
-     '{-2147483648}', '{"\\\\"}')
+     '{-2147483648}', '{"\\\\"}', '(,9223372036854775806]',
+     '[0044-03-15 12:00:00+00 BC, 1999-12-31 23:59:59.999999+00)')
 """
 
 NUMERIC_INFINITY_MIN_VERSION = 140000  # numeric ±Infinity (13: NaN in its place)

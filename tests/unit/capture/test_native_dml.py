@@ -49,7 +49,14 @@ from cdc.log import Position, Record
 from cdc.native import CORE
 
 from . import wire
-from .test_native_snapshot import CANONICAL, INT_ARRAY, TEXT_ARRAY, VALUES
+from .test_native_snapshot import (
+    CANONICAL,
+    INT_ARRAY,
+    INT_RANGE,
+    TEXT_ARRAY,
+    TS_RANGE,
+    VALUES,
+)
 
 KEEPS_SHAPES = (pg.Begin, pg.Commit, Insert, Update, Delete, pg.StreamStart, pg.StreamStop)
 
@@ -57,17 +64,17 @@ CHECKS = settings(max_examples=250, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 OID = 16390
 
-# built-in type OID → the codec its values are drawn for (int4range: a table left to
+# built-in type OID → the codec its values are drawn for (int4multirange: a table left to
 # Python, its values drawn as any text)
-RANGE = 3904
+OTHER = 4451
 TYPES: dict[int, Any] = {
     20: decode_int, 21: decode_int, 23: decode_int, 16: decode_bool, 25: decode_text,
     1043: decode_text, 1700: decode_numeric, 700: decode_float, 701: decode_float,
     1082: decode_date, 1114: decode_timestamp, 1184: decode_timestamptz, 114: decode_json,
     3802: decode_json, 17: decode_bytea, 1186: decode_interval, 1266: decode_timetz,
-    1007: INT_ARRAY, 1009: TEXT_ARRAY, RANGE: decode_text,
+    1007: INT_ARRAY, 1009: TEXT_ARRAY, 3904: INT_RANGE, 3908: TS_RANGE, OTHER: decode_text,
 }
-NATIVE_TYPES = [oid for oid in TYPES if oid != RANGE]
+NATIVE_TYPES = [oid for oid in TYPES if oid != OTHER]
 
 
 class Binary(bytes):
@@ -284,7 +291,7 @@ def test_the_fast_path_writes_the_reference_records(tmp_path_factory: Any,
         if isinstance(records, list):
             assert all(type(r) is Record and type(r.position) is Position for r in records)
     assert not taken[0] and not taken[1] and not taken[-1]  # Relation, Begin, Commit
-    if all(oid != RANGE for _, oid, _ in table):
+    if all(oid != OTHER for _, oid, _ in table):
         for (payload, clean), took in zip(body, taken[2:-1], strict=True):
             assert took or not clean, f"PostgreSQL's own output fell back: {payload!r}"
 
@@ -298,7 +305,7 @@ def _shape_of(table: list[Column], tmp_path: Path) -> tuple[Any, PgOutputDecoder
 @CHECKS
 @given(st.data())
 def test_events_are_the_reference_bytes(tmp_path_factory: Any, data: st.DataObject) -> None:
-    table = data.draw(tables().filter(lambda t: all(oid != RANGE for _, oid, _ in t)))
+    table = data.draw(tables().filter(lambda t: all(oid != OTHER for _, oid, _ in t)))
     shape, decoder = _shape_of(table, tmp_path_factory.mktemp("s"))
     native = NativeTable.of(shape)
     assert native is not None
