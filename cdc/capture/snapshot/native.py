@@ -34,13 +34,13 @@ KINDS: dict[Callable[[str], object], int] = {
 
 def _kind(codec: Callable[[str], object]) -> int | None:
     """The native code of ``codec`` (an array or a range of a native kind too), or None."""
-    if isinstance(codec, RangeCodec):
-        bound = KINDS.get(codec.subtype)
-        return None if bound is None else bound | CORE.RANGE_OF
-    if not isinstance(codec, ArrayCodec):
-        return KINDS.get(codec)
-    element = KINDS.get(codec.element) if codec.delimiter == "," else None
-    return None if element is None else element | CORE.ARRAY_OF
+    inner, form = codec, 0
+    if isinstance(codec, ArrayCodec) and codec.delimiter == ",":
+        inner, form = codec.element, CORE.ARRAY_OF
+    elif isinstance(codec, RangeCodec):
+        inner, form = codec.subtype, CORE.RANGE_OF
+    code = KINDS.get(inner)
+    return None if code is None else code | form
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,8 @@ It stops at anything else — other messages, malformed ones, values Python keep
 (``unparsed``), an Update that changes the key — which the caller decodes, giving the
 reference's records or errors.
 
-``NativeChanges.drain`` hands out a committed streamed (or prepared) transaction's
-records from its spool file in chunks, one native call per chunk, where
-``TransactionAssembler.drain`` reads and completes them one by one.
+``NativeChanges.drain`` reads a committed streamed (or prepared) transaction's spool file
+into its records, one native call per chunk (``TransactionAssembler.drain``, one by one).
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from .transactions import TransactionAssembler
 
 SPOOL_CHUNK = 1 << 22  # bytes of spool frames read at once while draining
 
-# what ``CORE.feed_batch`` takes of a relation: (plan, topic, source head up to the LSN,
-# topic UTF-8, source names)
+# what ``CORE.feed_batch`` takes of a relation: (plan, topic, source head, topic UTF-8,
+# source names)
 BatchTable: TypeAlias = tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]
 
 
@@ -48,8 +47,7 @@ class NativeChanges:
         self._db = orjson.dumps(assembler.database)
         # relation OID → its conversion, for the shape it was built from (None: Python's)
         self._tables: dict[int, tuple[TableShape, BatchTable | None]] = {}
-        # the committed streamed transaction draining, and its spool bytes read but not
-        # consumed yet
+        # the committed streamed transaction draining, its spool bytes read not consumed
         self._draining: CommittedSpool | None = None
         self._leftover = b""
         # the tables ``feed_batch`` converts while their shapes are current (filled through
@@ -67,10 +65,9 @@ class NativeChanges:
         Returns the index of the first message not taken (Python decodes it)."""
         assembler = self.assembler
         transaction = assembler.transaction
-        open_ = None
-        if transaction is not None:
-            commit = transaction.commit
-            open_ = (commit.commit_lsn, commit.commit_lsn_text, commit.tail, transaction.seq)
+        open_ = None if transaction is None else (
+            transaction.commit.commit_lsn, transaction.commit.commit_lsn_text,
+            transaction.commit.tail, transaction.seq)
         stream_xid = assembler.stream_xid
         in_stream = self.decoder.in_stream
         self.commit_ts = 0
@@ -95,9 +92,8 @@ class NativeChanges:
         return end
 
     def _learn(self, oid: int) -> BatchTable | None:
-        """What ``feed_batch`` takes of relation ``oid`` (it keeps it in ``_batch_tables``
-        while its shape is current); None when the decoder or the shapes do not know it
-        (the reference's error follows) or a codec is not native."""
+        """What ``feed_batch`` takes of relation ``oid`` (kept while its shape is current);
+        None when the decoder or the shapes do not know it, or a codec is not native."""
         if oid not in self.decoder.relations:
             return None
         try:
