@@ -57,7 +57,7 @@ from .fuzz_input import Choices
 from .fuzz_native_checks import Core, NativeFault, calling, check_decode_error, native_call
 
 # tables of the native kinds: (flags, name, type OID); the second has a composite key
-# and odd names, the third a bytea column
+# and odd names, the third a bytea column, the fourth arrays, ranges, interval and timetz
 TABLES: dict[int, list[tuple[int, str, int]]] = {
     16401: [(1, "id", 20), (0, "note", 25), (0, "ok", 16), (0, "price", 701),
             (0, "amount", 1700), (0, "day", 1082), (0, "ts", 1114), (0, "at", 1184),
@@ -65,6 +65,8 @@ TABLES: dict[int, list[tuple[int, str, int]]] = {
             (0, "js", 114)],
     16402: [(1, "k\"1", 23), (1, "k\u00e92", 25), (0, "x y", 1700)],
     16403: [(1, "id", 23), (0, "raw", 17)],
+    16404: [(1, "id", 20), (0, "span", 1186), (0, "clock", 1266), (0, "ints", 1007),
+            (0, "words", 1009), (0, "nums", 3904), (0, "during", 3908)],
 }
 OIDS = (*TABLES, 16409)  # the last one is never announced
 DB = "app\"db"
@@ -189,7 +191,7 @@ def fuzz_change(core: Core, data: bytes) -> None:
     """One row change message through ``dml_event`` and ``feed_batch`` (its record in a
     transaction, its spool frame in a stream block), against the reference."""
     choices = Choices(data)
-    oid = choices.pick([16401, 16402])  # the tables the native core converts
+    oid = choices.pick([16401, 16402, 16404])  # tables the native core converts
     payload = choices.rest() if choices.chance(4) else choices.mutate(row_change(choices, oid))
     reference = session("change")
     reference.assembler.feed(reference.decoder.decode(relation(oid)), 0)
@@ -267,7 +269,7 @@ def _changes(choices: Choices, xid: int | None) -> list[bytes]:
         if choices.chance(6):
             out.append(_other(choices, xid))
         else:
-            out.append(row_change(choices, choices.pick([16401, 16401, 16402, 16403]), xid))
+            out.append(row_change(choices, choices.pick([16401, 16401, 16402, 16403, 16404]), xid))
     return out
 
 

@@ -110,7 +110,7 @@ def _native_lines(table: NativeTable, chunk: bytes, first_seq: int, partitions: 
 def fuzz_copy(core: Core, data: bytes) -> None:
     """A COPY chunk through every native snapshot entry point, against the reference."""
     choices = Choices(data)
-    oid = choices.pick([16401, 16402])
+    oid = choices.pick([16401, 16402, 16404])
     partitions = choices.pick([1, 3, 7])
     shape = _shape(oid)
     table = NativeTable.of(shape)
