@@ -32,6 +32,8 @@ from .apply import (
     recover_columns,
 )
 from .evaluate import compile_expression
+from .join_build import JoinRows, RowsInMemory, build_record, join_values, sort_value
+from .joins import JoinedTable, JoinedView, JoinLevel, join_problems
 from .keys import encode_key, key_text
 from .syntax import ExpressionError, columns_of, parse_expression
 from .toast import Completed, Filled, complete_record, fill_unchanged
@@ -42,18 +44,27 @@ __all__ = [
     "Completed",
     "ExpressionError",
     "Filled",
+    "JoinLevel",
+    "JoinRows",
+    "JoinedTable",
+    "JoinedView",
     "Record",
+    "RowsInMemory",
     "UnchangedPlan",
     "ViewDefinition",
     "apply_view",
     "apply_view_keeping",
+    "build_record",
     "columns_of",
     "compile_expression",
     "complete_record",
     "encode_key",
     "fill_unchanged",
+    "join_problems",
+    "join_values",
     "key_text",
     "parse_expression",
     "plan_unchanged",
     "recover_columns",
+    "sort_value",
 ]

@@ -129,6 +129,11 @@ class ConnectorConfig(ConfigModel):
                 ("topic_pattern" if both else "topics",),
                 "give either topics or topic_pattern, not both" if both
                 else "missing: give topics (a list) or topic_pattern (a regex)", None)])
+        if getattr(self.config, "joins", ()) and self.workers > 1:
+            raise_field_problems("ConnectorConfig", [(
+                ("workers",), "a connector with joins runs one worker (its joined views keep "
+                "one state store); set workers: 1, or move the plain views to a second "
+                "connector", self.workers)])
         return self
 
     @classmethod

@@ -20,7 +20,7 @@ from cdc.config import (
     raise_field_problems,
     template_validator,
 )
-from derived import ViewDefinition
+from derived import JoinedView, ViewDefinition, join_problems
 
 INDEX_PLACEHOLDERS = ("prefix", "topic", "schema", "table")
 _FORBIDDEN_IN_INDEX = set('\\/*?"<>| ,#:')
@@ -71,6 +71,13 @@ class OpenSearchSinkConfig(ConfigModel):
         default=(), description="derived views; a view's target is the alias its table's "
         "documents go to; tables without a view are indexed as they are")
 
+    joins: tuple[JoinedView, ...] = Field(
+        default=(), description="joined views: one record per row of a root table holding "
+        "rows of other tables (lookups, nested lists), kept exact from an on-disk state store")
+    join_state_dir: Path = Field(
+        default=Path(".distributary/joins"), description="where joined views keep their "
+        "state (one SQLite file per connector); keep it on a local disk that survives restarts")
+
     @model_validator(mode="after")
     def _consistent(self) -> OpenSearchSinkConfig:
         problems: list[tuple[Loc, str, object]] = host_problems(self.hosts)
@@ -92,6 +99,10 @@ class OpenSearchSinkConfig(ConfigModel):
             if view.key_template is not None:
                 problems.append((("views", number, "key_template"), "only used by the redis "
                                  "sink; remove it", view.key_template))
+        problems.extend(join_problems(self.views, self.joins))
+        problems.extend((("joins", number, "key_template"), "only used by the redis sink; "
+                         "remove it", join.key_template)
+                        for number, join in enumerate(self.joins) if join.key_template)
         if problems:
             raise_field_problems("OpenSearchSinkConfig", problems)
         return self

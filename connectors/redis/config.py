@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -18,7 +19,7 @@ from cdc.config import (
     template_validator,
     url_validator,
 )
-from derived import ViewDefinition
+from derived import JoinedView, ViewDefinition, join_problems
 
 KEY_PLACEHOLDERS = ("prefix", "topic", "schema", "table", "key")
 
@@ -59,6 +60,13 @@ class RedisSinkConfig(ConfigModel):
         default=(), description="derived views; a view's key_template overrides key_template; "
         "tables without a view are written as they are")
 
+    joins: tuple[JoinedView, ...] = Field(
+        default=(), description="joined views: one record per row of a root table holding "
+        "rows of other tables (lookups, nested lists), kept exact from an on-disk state store")
+    join_state_dir: Path = Field(
+        default=Path(".distributary/joins"), description="where joined views keep their "
+        "state (one SQLite file per connector); keep it on a local disk that survives restarts")
+
     @model_validator(mode="after")
     def _consistent(self) -> RedisSinkConfig:
         problems = _address_problems(self)
@@ -77,6 +85,7 @@ class RedisSinkConfig(ConfigModel):
                                  f"(views[{templates[view.source, template]}]); give this view "
                                  "its own key_template", template))
             templates[view.source, template] = number
+        problems.extend(join_problems(self.views, self.joins))
         if problems:
             raise_field_problems("RedisSinkConfig", problems)
         return self

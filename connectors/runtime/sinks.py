@@ -5,6 +5,7 @@ from __future__ import annotations
 from cdc.config import ConnectorConfig
 from cdc.extras import MissingExtraError, missing_extra
 from connectors.contract import Sink, SinkContext
+from connectors.joins import joined_sink
 from connectors.registry import load_sink
 
 from .errors import SinkNotRunnableError
@@ -21,8 +22,10 @@ def build_sink(connector: ConnectorConfig, context: SinkContext) -> Sink:
     if spec.factory is None:
         raise SinkNotRunnableError(connector.type, "its SinkSpec has no factory (the config "
                                    "can be validated, but no sink is implemented yet)")
+    joins = getattr(connector.config, "joins", ())  # the OpenSearch and Redis sinks'
     try:
-        sink = spec.factory(connector.config, context)
+        sink = (joined_sink(spec.factory, connector.config, context) if joins
+                else spec.factory(connector.config, context))
     except ImportError as exc:
         extra = missing_extra(exc)
         if extra is None:

@@ -31,9 +31,18 @@ from dataclasses import dataclass
 
 from cdc.config import ConnectorConfig
 from cdc.extras import MissingExtraError
-from cdc.log import Backpressure, BackpressurePolicy, Consumer, Log, Message, StartAt
+from cdc.log import (
+    Backpressure,
+    BackpressurePolicy,
+    Consumer,
+    Log,
+    Message,
+    StartAt,
+    TopicPartition,
+)
 from cdc.observability.connector_metrics import ConnectorMetrics
 from connectors.contract import Sink, SinkContext
+from connectors.joins import JoinedSink
 
 from .collector import IDLE_POLL_S, BatchCollector
 from .dead_letter import DeadLetter, DeadLetterWriter
@@ -139,6 +148,8 @@ class ConnectorWorker:
                     # with batches in flight, only what is there already: a batch is
                     # finished (dead letters, commit) soon after its write returns
                     messages = collector.collect(0.0 if in_flight else IDLE_POLL_S)
+                    if messages and isinstance(sink, JoinedSink):
+                        messages = sink.admit(messages, consumer, self._start_offset)
                     self._count_dropped(consumer)
                     if messages:
                         in_flight.append(self.send(self.prepare(messages, sink), delivery,
@@ -156,6 +167,13 @@ class ConnectorWorker:
                     if batch.delivered is not None:
                         batch.delivered.cancel()
                 raise
+
+    def _start_offset(self, where: TopicPartition) -> int:
+        """The first offset ``where`` still holds."""
+        for info in self._setup.log.admin().partitions(where.topic):
+            if info.partition == where.partition:
+                return info.start_offset
+        return 0
 
     def _count_dropped(self, consumer: Consumer) -> None:
         dropped = int(getattr(consumer, "dropped", 0))

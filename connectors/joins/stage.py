@@ -1,0 +1,164 @@
+"""``JoinStage``: applies change events to the store and says which records they touch.
+
+Each joined view is a tree of levels (``derived.JoinedView``). A changed row of a table
+touches, at every level that reads that table, the records holding its old or its new
+values: at the root, its own record; below, the parent rows it joins (the order of an
+item, every order of a customer), then theirs, up to the roots. Records are built
+after a whole batch is applied, from the store, so the order events of different tables
+are read in changes nothing in the end: each table's rows are the last of their key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cdc.log import Position
+from connectors.contract import SinkEvent
+from derived import JoinedTable, JoinedView, JoinLevel, build_record, fill_unchanged, join_values
+
+from .store import JoinStore, Table, key_bytes
+
+log = logging.getLogger(__name__)
+
+UPSERT_OPS = frozenset({"c", "u", "r"})
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A level below the root, with the level it joins into."""
+
+    level: JoinedTable
+    parent: JoinLevel
+
+    @property
+    def parent_columns(self) -> tuple[str, ...]:
+        return tuple(self.level.on)
+
+    @property
+    def child_columns(self) -> tuple[str, ...]:
+        return tuple(self.level.on.values())
+
+
+def edges(view: JoinedView) -> Iterator[Edge]:
+    """Every level below the root of ``view`` with its parent level."""
+    pending: list[JoinLevel] = [view]
+    while pending:
+        level = pending.pop()
+        for joined in level.joined():
+            yield Edge(joined, level)
+            pending.append(joined)
+
+
+def store_indexes(views: Sequence[JoinedView]) -> set[tuple[Table, tuple[str, ...]]]:
+    """The ``(table, columns)`` the store indexes: both sides of every join."""
+    indexes: set[tuple[Table, tuple[str, ...]]] = set()
+    for view in views:
+        for edge in edges(view):
+            indexes.add((edge.level.table, edge.child_columns))
+            indexes.add((edge.parent.table, edge.parent_columns))
+    return indexes
+
+
+class JoinStage:
+    """The joined views of one connector over one store."""
+
+    def __init__(self, views: Sequence[JoinedView], store: JoinStore) -> None:
+        self.views = tuple(views)
+        self.store = store
+        # where each table is read: (view, the edge into its level; None: the root)
+        self._levels: dict[Table, list[tuple[JoinedView, Edge | None]]] = {}
+        for view in self.views:
+            self._levels.setdefault(view.table, []).append((view, None))
+            for edge in edges(view):
+                self._levels.setdefault(edge.level.table, []).append((view, edge))
+        self._parent_edge: dict[int, Edge] = {id(edge.level): edge
+                                              for view in self.views for edge in edges(view)}
+
+    def tables(self) -> set[Table]:
+        """Every table a joined view reads."""
+        return set(self._levels)
+
+    def apply(self, event: SinkEvent, table: Table) -> int:
+        """Apply one event of ``table`` to the store, marking the records it touches
+        pending; returns how many root records it marked."""
+        data = event.event
+        op = data.get("op")
+        position = event.message.position
+        if position <= self.store.truncated(table):
+            return 0  # from before a truncate applied already (read from another partition)
+        if op == "t":
+            return self._truncate(table, position)
+        key = data.get("key")
+        if not isinstance(key, dict) or not key:
+            raise ValueError(f"op {op!r} without a key")
+        stored_key = key_bytes(key)
+        old = self.store.row(table, stored_key)
+        new: dict[str, Any] | None = None
+        if op in UPSERT_OPS:
+            after = data.get("after")
+            if not isinstance(after, dict):
+                raise ValueError(f"op {op!r} without an 'after' row")
+            before = data.get("before")
+            filled = fill_unchanged(after, data.get("unchanged"), old,
+                                    before if isinstance(before, dict) else None)
+            if filled.missing:
+                log.warning("%s: no stored row to take unchanged TOAST columns %s from; "
+                            "keeping the row without them", ".".join(table),
+                            sorted(filled.missing))
+            new = filled.row
+        elif op != "d":
+            raise ValueError(f"unknown op {op!r}")
+        marked = self._touch(table, stored_key, old, new)
+        self.store.put(table, stored_key, new, old, position)
+        return marked
+
+    def _truncate(self, table: Table, position: Position) -> int:
+        marked = 0
+        for key, row in self.store.rows_before(table, position):
+            marked += self._touch(table, key, row, None)
+        self.store.truncate(table, position)
+        return marked
+
+    def _touch(self, table: Table, key: bytes, old: dict[str, Any] | None,
+               new: dict[str, Any] | None) -> int:
+        marked = 0
+        for view, edge in self._levels.get(table, ()):
+            roots: set[bytes] = set()
+            rows = [row for row in (old, new) if row is not None]
+            if edge is None:
+                roots.add(key)
+            else:
+                self._roots_above(edge, rows, roots)
+            self.store.add_pending(view.target, roots)
+            marked += len(roots)
+        return marked
+
+    def _roots_above(self, edge: Edge, rows: Iterable[dict[str, Any]], roots: set[bytes]
+                     ) -> None:
+        """Add the root keys whose records hold ``rows`` at ``edge``'s level."""
+        parent = edge.parent
+        above = self._parent_edge.get(id(parent))
+        for row in rows:
+            values = join_values(row, edge.child_columns)
+            if values is None:
+                continue
+            if above is None:  # the parent is the root
+                roots.update(self.store.matching_keys(parent.table, edge.parent_columns,
+                                                      values))
+                continue
+            parents = [parent_row for _, parent_row in
+                       self.store.matching(parent.table, edge.parent_columns, values)]
+            self._roots_above(above, parents, roots)
+
+    def record(self, view: JoinedView, key: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The root key and current record of ``key`` in ``view`` (``None``: it has none)."""
+        root = self.store.row(view.table, key)
+        root_key: dict[str, Any] = orjson.loads(key)
+        if root is None:
+            return root_key, None
+        return root_key, build_record(view, root, self.store)

@@ -1,0 +1,145 @@
+"""Building the records of a joined view from rows: the one implementation.
+
+``build_record`` shapes one root row (or a joined row, recursively) with its lookups and
+nested lists, reading the joined tables through a :class:`JoinRows` (the connectors'
+on-disk state store, the Spark rebuild's materialized tables, the tests' dictionaries),
+so every producer of joined records makes the same ones.
+
+Join values compare as the events carry them (typed JSON): join columns of one type on
+both sides, as a foreign key has. A NULL in any join column joins nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
+
+from .apply import Record, apply_view
+from .joins import JoinedTable, JoinLevel
+
+Row = dict[str, Any]
+Keyed = tuple[Row, Row]  # (key columns, row)
+
+_TIMESTAMP = re.compile(r"(-?\d{4,}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(\.\d+)?(.*)")
+
+
+class JoinRows(Protocol):
+    """Where the rows of the joined tables are read from."""
+
+    def matching(self, table: tuple[str, str], columns: tuple[str, ...],
+                 values: tuple[Any, ...]) -> Sequence[Keyed]:
+        """``(key, row)`` of every row of ``table`` whose ``columns`` equal ``values``."""
+
+
+def join_values(row: Mapping[str, Any], columns: Sequence[str]) -> tuple[Any, ...] | None:
+    """The values of ``columns`` in ``row``; ``None`` when one is NULL or absent (a NULL
+    joins nothing, as in SQL)."""
+    values = tuple(row.get(column) for column in columns)
+    return None if any(value is None for value in values) else values
+
+
+def sort_value(value: Any) -> tuple[Any, ...]:
+    """How ``value`` orders in a nested list: numbers and numeric text by value,
+    timestamps by time (fractions of any length), other text by code point, NULL last."""
+    if value is None:
+        return (3,)
+    if isinstance(value, bool | int | float):
+        return (0, value)
+    if isinstance(value, str):
+        try:
+            number = Decimal(value)
+        except InvalidOperation:
+            match = _TIMESTAMP.fullmatch(value)
+            if match is None:
+                return (1, value)
+            whole, fraction, rest = match.groups()
+            return (1, whole + (fraction or ".").ljust(7, "0") + rest)
+        return (0, number) if number.is_finite() else (1, value)
+    return (2, repr(value))
+
+
+def build_record(level: JoinLevel, row: Row, rows: JoinRows) -> Record | None:
+    """The record ``level`` derives from ``row`` with everything joined to it; ``None``
+    when its filter rejects the row or a required lookup finds nothing."""
+    record = apply_view(level.view, row)
+    if record is None:
+        return None
+    for lookup in level.lookups:
+        found = _lookup(lookup, row, rows)
+        if found is None and lookup.required:
+            return None
+        record[lookup.name] = found
+    for nested in level.nested:
+        record[nested.name] = _nested(nested, row, rows)
+    return record
+
+
+def _lookup(lookup: JoinedTable, row: Row, rows: JoinRows) -> Record | None:
+    values = join_values(row, tuple(lookup.on))
+    if values is None:
+        return None
+    candidates = rows.matching(lookup.table, tuple(lookup.on.values()), values)
+    if not candidates:
+        return None
+    # the first by key when several match (the on columns are meant to be unique)
+    _, joined = min(candidates, key=lambda keyed: _key_order(keyed[0]))
+    return build_record(lookup, joined, rows)
+
+
+def _nested(nested: JoinedTable, row: Row, rows: JoinRows) -> list[Record]:
+    values = join_values(row, tuple(nested.on))
+    if values is None:
+        return []
+    children = rows.matching(nested.table, tuple(nested.on.values()), values)
+    order = nested.order_by
+    ordered = sorted(children, key=lambda keyed: (
+        tuple(sort_value(keyed[1].get(column)) for column in order), _key_order(keyed[0])))
+    records = []
+    for _, child in ordered:
+        record = build_record(nested, child, rows)
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def _key_order(key: Row) -> tuple[tuple[Any, ...], ...]:
+    return tuple(sort_value(value) for value in key.values())
+
+
+class RowsInMemory:
+    """A ``JoinRows`` over dictionaries of rows, indexed on first use (the Spark
+    rebuild's partitions, tests)."""
+
+    def __init__(self, tables: Mapping[tuple[str, str], Sequence[Keyed]]) -> None:
+        self._tables = tables
+        self._indexes: dict[tuple[tuple[str, str], tuple[str, ...]],
+                            dict[tuple[Any, ...], list[Keyed]]] = {}
+
+    def matching(self, table: tuple[str, str], columns: tuple[str, ...],
+                 values: tuple[Any, ...]) -> Sequence[Keyed]:
+        index = self._indexes.get((table, columns))
+        if index is None:
+            index = {}
+            for keyed in self._tables.get(table, ()):
+                found = join_values(keyed[1], columns)
+                if found is not None:
+                    index.setdefault(found, []).append(keyed)
+            self._indexes[table, columns] = index
+        return index.get(values, ())
+
+
+def build_records(view: JoinLevel, roots: Sequence[Keyed], rows: JoinRows
+                  ) -> list[tuple[Row, Record]]:
+    """``(key, record)`` of every root row that has a record."""
+    built = []
+    for key, row in roots:
+        record = build_record(view, row, rows)
+        if record is not None:
+            built.append((key, record))
+    return built
+
+
+__all__ = ["JoinRows", "Keyed", "RowsInMemory", "build_record", "build_records",
+           "join_values", "sort_value"]

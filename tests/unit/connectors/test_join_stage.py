@@ -1,0 +1,184 @@
+"""The join stage over a real SQLite store: random shop workloads, read in random table
+order, keep every record equal to the join of the final rows (``derived.build_record``
+over ``RowsInMemory``), batch after batch."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from cdc.log import Message, Position, TopicPartition
+from connectors.contract import SinkEvent
+from connectors.joins import JoinStage, JoinStore
+from connectors.joins.stage import store_indexes
+from derived import JoinedView, RowsInMemory, build_record
+
+SHOP = JoinedView.model_validate({
+    "source": "public.orders", "target": "orders", "exclude": ["note"],
+    "computed": {"label": "concat('order ', id)"},
+    "lookups": [{"name": "customer", "source": "public.customers",
+                 "on": {"customer_id": "id"}, "fields": ["name", "email"]}],
+    "nested": [{"name": "items", "source": "public.items", "on": {"id": "order_id"},
+                "order_by": ["line"], "filter": "qty > 0",
+                "lookups": [{"name": "product", "source": "public.products",
+                             "on": {"product_id": "id"}, "fields": ["title"]}]}],
+})
+
+REQUIRED = JoinedView.model_validate({
+    "source": "public.orders", "target": "orders_required",
+    "lookups": [{"name": "customer", "source": "public.customers",
+                 "on": {"customer_id": "id"}, "required": True}],
+})
+
+Tables = dict[str, dict[int, dict[str, Any]]]
+
+
+class Shop:
+    """A random workload over customers, products, orders and items, as events."""
+
+    def __init__(self, seed: int) -> None:
+        self.random = random.Random(seed)
+        self.tables: Tables = {"customers": {}, "products": {}, "orders": {}, "items": {}}
+        self.next_id = 1
+        self.version = 0
+
+    def _row(self, table: str, key: int) -> dict[str, Any]:
+        pick = self.random
+        ids = {name: list(rows) or [0] for name, rows in self.tables.items()}
+        if table == "customers":
+            return {"id": key, "name": f"c{pick.randrange(100)}", "email": "x@y"}
+        if table == "products":
+            return {"id": key, "title": f"p{pick.randrange(100)}"}
+        if table == "orders":
+            customer = pick.choice(ids["customers"] + [999_999, None])
+            return {"id": key, "customer_id": customer, "note": "n", "total": "1.50"}
+        return {"id": key, "order_id": pick.choice(ids["orders"] + [None]),
+                "product_id": pick.choice(ids["products"]), "line": pick.randrange(5),
+                "qty": pick.randrange(-1, 3)}
+
+    def events(self, count: int) -> list[tuple[str, dict[str, Any]]]:
+        """``count`` changes, applied to ``tables``, as ``(table, event)``."""
+        made: list[tuple[str, dict[str, Any]]] = []
+        for _ in range(count):
+            table = self.random.choice(list(self.tables))
+            rows = self.tables[table]
+            roll = self.random.random()
+            if roll < 0.02:
+                rows.clear()
+                made.append((table, {"op": "t"}))
+                continue
+            if not rows or roll < 0.4:
+                key, op = self.next_id, "c"
+                self.next_id += 1
+            else:
+                key = self.random.choice(list(rows))
+                op = "d" if roll < 0.55 else "u"
+            if op == "d":
+                del rows[key]
+                made.append((table, {"op": "d", "key": {"id": key}}))
+                continue
+            row = self._row(table, key)
+            rows[key] = row
+            made.append((table, {"op": op, "key": {"id": key}, "after": row}))
+        return made
+
+    def sink_events(self, made: list[tuple[str, dict[str, Any]]]) -> list[SinkEvent]:
+        events = []
+        for table, event in made:
+            self.version += 1
+            event["source"] = {"schema": "public", "table": table}
+            message = Message(f"app.public.{table}", 0, self.version, 0, b"", b"",
+                              Position(self.version, 0), False)
+            events.append(SinkEvent(message, event, self.version))
+        return events
+
+    def expected(self, view: JoinedView) -> dict[bytes, dict[str, Any]]:
+        rows = RowsInMemory({("public", name): [({"id": key}, row) for key, row in table.items()]
+                             for name, table in self.tables.items()})
+        built = {}
+        for key, row in self.tables["orders"].items():
+            record = build_record(view, row, rows)
+            if record is not None:
+                built[orjson.dumps({"id": key})] = record
+        return built
+
+
+def _materialize(stage: JoinStage, documents: dict[str, dict[bytes, dict[str, Any]]]) -> None:
+    views = {view.target: view for view in stage.views}
+    for target, keys in stage.store.pending().items():
+        for key in keys:
+            _, record = stage.record(views[target], key)
+            if record is None:
+                documents[target].pop(key, None)
+            else:
+                documents[target][key] = record
+    with stage.store.transaction():
+        stage.store.clear_pending()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_records_follow_the_join_of_the_final_rows(tmp_path: Path, seed: int) -> None:
+    views = [SHOP, REQUIRED]
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes(views))
+    stage = JoinStage(views, store)
+    shop = Shop(seed)
+    documents: dict[str, dict[bytes, dict[str, Any]]] = {"orders": {}, "orders_required": {}}
+    for _ in range(25):
+        batch = shop.sink_events(shop.events(shop.random.randrange(1, 40)))
+        # partitions (3 per table, truncates in the first) read interleaved at random;
+        # one partition's events stay in order
+        streams: dict[tuple[str, int], list[SinkEvent]] = {}
+        for item in batch:
+            key = item.event.get("key")
+            partition = 0 if key is None else key["id"] % 3
+            streams.setdefault((item.event["source"]["table"], partition), []).append(item)
+        with store.transaction():
+            while streams:
+                where = shop.random.choice(list(streams))
+                item = streams[where].pop(0)
+                if not streams[where]:
+                    del streams[where]
+                stage.apply(item, ("public", where[0]))
+        _materialize(stage, documents)
+        assert documents["orders"] == shop.expected(SHOP)
+        assert documents["orders_required"] == shop.expected(REQUIRED)
+    store.close()
+
+
+def test_the_store_survives_a_reopen_with_offsets_pending_and_versions(tmp_path: Path) -> None:
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, store_indexes([SHOP]))
+    stage = JoinStage([SHOP], store)
+    shop = Shop(7)
+    with store.transaction():
+        for item in shop.sink_events(shop.events(30)):
+            stage.apply(item, ("public", item.event["source"]["table"]))
+        store.set_offsets({TopicPartition("app.public.orders", 0): 31})
+        store.set_offsets({TopicPartition("app.public.orders", 0): 12})  # never back
+        first = store.versions(3, at_least=100)
+    pending = store.pending()
+    store.close()
+    again = JoinStore(path, store_indexes([SHOP]))
+    assert again.pending() == pending and pending
+    assert again.next_offsets() == {TopicPartition("app.public.orders", 0): 31}
+    assert again.versions(1, at_least=0) == first + 3
+    assert again.versions(1, at_least=10_000) == 10_000
+    again.close()
+
+
+def test_a_rolled_back_batch_leaves_nothing(tmp_path: Path) -> None:
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    stage = JoinStage([SHOP], store)
+    shop = Shop(3)
+    events = shop.sink_events(shop.events(20))
+    with pytest.raises(RuntimeError), store.transaction():
+        for item in events:
+            stage.apply(item, ("public", item.event["source"]["table"]))
+        raise RuntimeError("crash before the commit")
+    assert store.pending() == {}
+    assert store.rows_before(("public", "orders"), Position(2**62, 0)) == []
+    store.close()
