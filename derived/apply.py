@@ -33,25 +33,54 @@ def apply_view_keeping(view: ViewDefinition | None, row: Mapping[str, Any],
     takes those from the stored record)."""
     if view is None:
         return dict(row)
-    source: dict[str, Any] = row if isinstance(row, dict) else dict(row)
-    if not view.passes(source):
-        return None
-    record: Record = {}
-    if view.fields is not None:
-        for column in view.fields:
-            if column in source:
-                record[view.rename.get(column, column)] = source[column]
-    else:
-        excluded, rename = view.exclude, view.rename
-        for column, value in source.items():
-            if column not in excluded:
-                record[rename.get(column, column)] = value
-    for name, (evaluate, _) in view.computed_fields().items():
-        if name not in keep:
-            record[name] = json_value(evaluate(source))
+    return _applier(view).apply(row if isinstance(row, dict) else dict(row), keep)
+
+
+class _Applier:
+    """A view's settings read once (a pydantic model's private attributes are slow to
+    reach on every row)."""
+
+    __slots__ = ("computed", "exclude", "fields", "filter", "rename", "view")
+
+    def __init__(self, view: ViewDefinition) -> None:
+        self.view = view  # held, so the id it is cached under stays this view's
+        self.fields = view.fields
+        self.exclude = view.exclude
+        self.rename = view.rename
+        self.computed = [(name, evaluate) for name, (evaluate, _)
+                         in view.computed_fields().items()]
+        self.filter = view.compiled_filter()
+
+    def apply(self, source: dict[str, Any], keep: Set[str]) -> Record | None:
+        if self.filter is not None and self.filter(source) is not True:
+            return None
+        record: Record = {}
+        rename = self.rename
+        if self.fields is not None:
+            for column in self.fields:
+                if column in source:
+                    record[rename.get(column, column)] = source[column]
         else:
-            record.pop(name, None)
-    return record
+            excluded = self.exclude
+            for column, value in source.items():
+                if column not in excluded:
+                    record[rename.get(column, column)] = value
+        for name, evaluate in self.computed:
+            if name not in keep:
+                record[name] = json_value(evaluate(source))
+            else:
+                record.pop(name, None)
+        return record
+
+
+_APPLIERS: dict[int, _Applier] = {}
+
+
+def _applier(view: ViewDefinition) -> _Applier:
+    applier = _APPLIERS.get(id(view))
+    if applier is None or applier.view is not view:
+        applier = _APPLIERS[id(view)] = _Applier(view)
+    return applier
 
 
 @dataclass(frozen=True, slots=True)

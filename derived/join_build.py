@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 from .apply import Record, apply_view
 from .joins import JoinedTable, JoinLevel
+from .view import ViewDefinition
 
 Row = dict[str, Any]
 Keyed = tuple[Row, Row]  # (key columns, row)
@@ -63,6 +65,47 @@ def sort_value(value: Any) -> tuple[Any, ...]:
 def build_record(level: JoinLevel, row: Row, rows: JoinRows) -> Record | None:
     """The record ``level`` derives from ``row`` with everything joined to it; ``None``
     when its filter rejects the row or a required lookup finds nothing."""
+    return _build(_plan(level), row, rows)
+
+
+@dataclass(frozen=True, slots=True)
+class _Joined:
+    """A joined table, its settings read once from the config model."""
+
+    name: str
+    table: tuple[str, str]
+    parent_columns: tuple[str, ...]
+    child_columns: tuple[str, ...]
+    order_by: tuple[str, ...]
+    required: bool
+    level: _Level
+
+
+@dataclass(frozen=True, slots=True)
+class _Level:
+    config: JoinLevel  # held, so the id it is cached under stays this level's
+    view: ViewDefinition
+    lookups: tuple[_Joined, ...]
+    nested: tuple[_Joined, ...]
+
+
+_PLANS: dict[int, _Level] = {}
+
+
+def _plan(level: JoinLevel) -> _Level:
+    plan = _PLANS.get(id(level))
+    if plan is None or plan.config is not level:
+        plan = _PLANS[id(level)] = _Level(level, level.view, tuple(map(_joined, level.lookups)),
+                                          tuple(map(_joined, level.nested)))
+    return plan
+
+
+def _joined(joined: JoinedTable) -> _Joined:
+    return _Joined(joined.name, joined.table, tuple(joined.on), tuple(joined.on.values()),
+                   joined.order_by, joined.required, _plan(joined))
+
+
+def _build(level: _Level, row: Row, rows: JoinRows) -> Record | None:
     record = apply_view(level.view, row)
     if record is None:
         return None
@@ -76,29 +119,31 @@ def build_record(level: JoinLevel, row: Row, rows: JoinRows) -> Record | None:
     return record
 
 
-def _lookup(lookup: JoinedTable, row: Row, rows: JoinRows) -> Record | None:
-    values = join_values(row, tuple(lookup.on))
+def _lookup(lookup: _Joined, row: Row, rows: JoinRows) -> Record | None:
+    values = join_values(row, lookup.parent_columns)
     if values is None:
         return None
-    candidates = rows.matching(lookup.table, tuple(lookup.on.values()), values)
+    candidates = rows.matching(lookup.table, lookup.child_columns, values)
     if not candidates:
         return None
     # the first by key when several match (the on columns are meant to be unique)
-    _, joined = min(candidates, key=lambda keyed: _key_order(keyed[0]))
-    return build_record(lookup, joined, rows)
+    _, joined = (candidates[0] if len(candidates) == 1
+                 else min(candidates, key=lambda keyed: _key_order(keyed[0])))
+    return _build(lookup.level, joined, rows)
 
 
-def _nested(nested: JoinedTable, row: Row, rows: JoinRows) -> list[Record]:
-    values = join_values(row, tuple(nested.on))
+def _nested(nested: _Joined, row: Row, rows: JoinRows) -> list[Record]:
+    values = join_values(row, nested.parent_columns)
     if values is None:
         return []
-    children = rows.matching(nested.table, tuple(nested.on.values()), values)
+    children = rows.matching(nested.table, nested.child_columns, values)
     order = nested.order_by
-    ordered = sorted(children, key=lambda keyed: (
-        tuple(sort_value(keyed[1].get(column)) for column in order), _key_order(keyed[0])))
+    if len(children) > 1:
+        children = sorted(children, key=lambda keyed: (
+            tuple(sort_value(keyed[1].get(column)) for column in order), _key_order(keyed[0])))
     records = []
-    for _, child in ordered:
-        record = build_record(nested, child, rows)
+    for _, child in children:
+        record = _build(nested.level, child, rows)
         if record is not None:
             records.append(record)
     return records

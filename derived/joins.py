@@ -108,6 +108,14 @@ class JoinedTable(JoinLevel):
         "record (a root: its document is deleted; a nested row: left out of its list); "
         "false: the field is null")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _on_as_written(cls, data: Any) -> Any:
+        """YAML 1.1 reads an unquoted ``on:`` key as the boolean true: take it as ``on``."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if key is True else key): value for key, value in data.items()}
+        return data
+
     @model_validator(mode="after")
     def _consistent_table(self) -> JoinedTable:
         problems = self._level_problems()

@@ -123,6 +123,10 @@ class ViewDefinition(ConfigModel):
         """True if ``row`` passes the filter (always, without one)."""
         return self._filter is None or self._filter(row) is True
 
+    def compiled_filter(self) -> Compiled | None:
+        """The filter's evaluator (``None``: no filter)."""
+        return self._filter
+
     @property
     def filter_columns(self) -> frozenset[str]:
         """The columns the filter reads."""

@@ -69,9 +69,17 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def rows(node: Schema, defs: Schema, path: str, required: bool = False
-         ) -> Iterator[tuple[str, str, str, str]]:
-    """``(key, type, default, description)`` for ``node`` at ``path`` and below."""
+def _ref_name(node: Schema) -> str | None:
+    ref = node.get("$ref")
+    return None if ref is None else str(ref).rsplit("/", 1)[-1]
+
+
+def rows(node: Schema, defs: Schema, path: str, required: bool = False,
+         expanded: dict[str, str] | None = None) -> Iterator[tuple[str, str, str, str]]:
+    """``(key, type, default, description)`` for ``node`` at ``path`` and below; a
+    section that contains itself (a joined table's lookups) is listed once, its inner
+    occurrences pointing at the first (``expanded``: section → where it is listed)."""
+    expanded = {} if expanded is None else expanded
     resolved = _resolve(node, defs)
     description = node.get("description") or resolved.get("description") or ""
     if path:
@@ -84,12 +92,18 @@ def rows(node: Schema, defs: Schema, path: str, required: bool = False
     for branch in _branches(node, defs):
         if branch.get("type") == "array" and "items" in branch:
             items = _resolve(branch["items"], defs)
-            if "properties" in items:
-                yield from rows(items, defs, f"{path}[]")
+            ref = _ref_name(branch["items"])
+            if ref is not None and ref in expanded:
+                yield (f"`{path}[]`", "section", "",
+                       f"the same keys as `{expanded[ref]}` (nested to any depth)")
+            elif "properties" in items:
+                inner = expanded if ref is None else {**expanded, ref: f"{path}[]"}
+                yield from rows(items, defs, f"{path}[]", expanded=inner)
             continue
         needed = set(branch.get("required", []))
         for name, child in branch.get("properties", {}).items():
-            yield from rows(child, defs, f"{path}.{name}" if path else name, name in needed)
+            yield from rows(child, defs, f"{path}.{name}" if path else name, name in needed,
+                            expanded)
         for rule in branch.get("allOf", []):
             condition = rule.get("if", {}).get("properties", {})
             label = ", ".join(f"{key}: {value.get('const')}" for key, value in condition.items())

@@ -30,18 +30,20 @@ UPSERT_OPS = frozenset({"c", "u", "r"})
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """A level below the root, with the level it joins into."""
+    """A level below the root, with the level it joins into (their settings read once:
+    a config model's attributes are slow to reach per row)."""
 
     level: JoinedTable
     parent: JoinLevel
+    table: Table
+    parent_table: Table
+    parent_columns: tuple[str, ...]
+    child_columns: tuple[str, ...]
 
-    @property
-    def parent_columns(self) -> tuple[str, ...]:
-        return tuple(self.level.on)
-
-    @property
-    def child_columns(self) -> tuple[str, ...]:
-        return tuple(self.level.on.values())
+    @classmethod
+    def of(cls, level: JoinedTable, parent: JoinLevel) -> Edge:
+        return cls(level, parent, level.table, parent.table, tuple(level.on),
+                   tuple(level.on.values()))
 
 
 def edges(view: JoinedView) -> Iterator[Edge]:
@@ -50,7 +52,7 @@ def edges(view: JoinedView) -> Iterator[Edge]:
     while pending:
         level = pending.pop()
         for joined in level.joined():
-            yield Edge(joined, level)
+            yield Edge.of(joined, level)
             pending.append(joined)
 
 
@@ -59,8 +61,8 @@ def store_indexes(views: Sequence[JoinedView]) -> set[tuple[Table, tuple[str, ..
     indexes: set[tuple[Table, tuple[str, ...]]] = set()
     for view in views:
         for edge in edges(view):
-            indexes.add((edge.level.table, edge.child_columns))
-            indexes.add((edge.parent.table, edge.parent_columns))
+            indexes.add((edge.table, edge.child_columns))
+            indexes.add((edge.parent_table, edge.parent_columns))
     return indexes
 
 
@@ -75,9 +77,10 @@ class JoinStage:
         for view in self.views:
             self._levels.setdefault(view.table, []).append((view, None))
             for edge in edges(view):
-                self._levels.setdefault(edge.level.table, []).append((view, edge))
+                self._levels.setdefault(edge.table, []).append((view, edge))
         self._parent_edge: dict[int, Edge] = {id(edge.level): edge
                                               for view in self.views for edge in edges(view)}
+        self._roots = {view.target: view.table for view in self.views}
 
     def tables(self) -> set[Table]:
         """Every table a joined view reads."""
@@ -141,23 +144,22 @@ class JoinStage:
     def _roots_above(self, edge: Edge, rows: Iterable[dict[str, Any]], roots: set[bytes]
                      ) -> None:
         """Add the root keys whose records hold ``rows`` at ``edge``'s level."""
-        parent = edge.parent
-        above = self._parent_edge.get(id(parent))
+        above = self._parent_edge.get(id(edge.parent))
         for row in rows:
             values = join_values(row, edge.child_columns)
             if values is None:
                 continue
             if above is None:  # the parent is the root
-                roots.update(self.store.matching_keys(parent.table, edge.parent_columns,
+                roots.update(self.store.matching_keys(edge.parent_table, edge.parent_columns,
                                                       values))
                 continue
             parents = [parent_row for _, parent_row in
-                       self.store.matching(parent.table, edge.parent_columns, values)]
+                       self.store.matching(edge.parent_table, edge.parent_columns, values)]
             self._roots_above(above, parents, roots)
 
     def record(self, view: JoinedView, key: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """The root key and current record of ``key`` in ``view`` (``None``: it has none)."""
-        root = self.store.row(view.table, key)
+        root = self.store.row(self._roots[view.target], key)
         root_key: dict[str, Any] = orjson.loads(key)
         if root is None:
             return root_key, None

@@ -24,6 +24,7 @@ before any record computed from it is sent. Memory stays bounded by SQLite's pag
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ Table = tuple[str, str]
 Keyed = tuple[dict[str, Any], dict[str, Any]]
 
 CACHE_KIB = 64 * 1024
+CACHED = 50_000  # rows, and key lists of join values, kept decoded in memory
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rows (tbl TEXT NOT NULL, key BLOB NOT NULL, row BLOB NOT NULL,"
@@ -77,6 +79,9 @@ class JoinStore:
         self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         for statement in _SCHEMA:
             self._db.execute(statement)
+        self._rows: OrderedDict[tuple[str, bytes], dict[str, Any] | None] = OrderedDict()
+        self._keys: OrderedDict[tuple[str, str, bytes], list[bytes]] = OrderedDict()
+        self._truncated: dict[str, Position] = {}
         self._indexes: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for table, columns in sorted(set(indexes)):
             self._indexes.setdefault(table_id(table), []).append((",".join(columns), columns))
@@ -93,6 +98,9 @@ class JoinStore:
             yield
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._rows.clear()
+            self._keys.clear()
+            self._truncated.clear()
             raise
         self._db.execute("COMMIT")
 
@@ -111,9 +119,16 @@ class JoinStore:
 
     def row(self, table: Table, key: bytes) -> dict[str, Any] | None:
         """The stored row of ``key``, or ``None``."""
+        tbl = table_id(table)
+        try:
+            return self._rows[tbl, key]
+        except KeyError:
+            pass
         found = self._db.execute("SELECT row FROM rows WHERE tbl = ? AND key = ?",
-                                 (table_id(table), key)).fetchone()
-        return None if found is None else orjson.loads(found[0])
+                                 (tbl, key)).fetchone()
+        row = None if found is None else orjson.loads(found[0])
+        _remember(self._rows, (tbl, key), row)
+        return row
 
     def put(self, table: Table, key: bytes, row: dict[str, Any] | None,
             old: dict[str, Any] | None, position: Position) -> None:
@@ -125,12 +140,15 @@ class JoinStore:
             now = _link_value(row, columns)
             if was == now:
                 continue
+            self._keys.pop((tbl, cols, was or b""), None)
+            self._keys.pop((tbl, cols, now or b""), None)
             if was is not None:
                 self._db.execute("DELETE FROM links WHERE tbl = ? AND cols = ? AND val = ? AND "
                                  "key = ?", (tbl, cols, was, key))
             if now is not None:
                 self._db.execute("INSERT OR IGNORE INTO links (tbl, cols, val, key) VALUES "
                                  "(?, ?, ?, ?)", (tbl, cols, now, key))
+        _remember(self._rows, (tbl, key), row)
         if row is None:
             self._db.execute("DELETE FROM rows WHERE tbl = ? AND key = ?", (tbl, key))
         else:
@@ -139,9 +157,13 @@ class JoinStore:
 
     def truncated(self, table: Table) -> Position:
         """The position of the last truncate of ``table`` applied (0/0: none)."""
-        found = self._db.execute("SELECT lsn, seq FROM truncated WHERE tbl = ?",
-                                 (table_id(table),)).fetchone()
-        return NO_POSITION if found is None else Position(*found)
+        tbl = table_id(table)
+        known = self._truncated.get(tbl)
+        if known is None:
+            found = self._db.execute("SELECT lsn, seq FROM truncated WHERE tbl = ?",
+                                     (tbl,)).fetchone()
+            known = self._truncated[tbl] = NO_POSITION if found is None else Position(*found)
+        return known
 
     def rows_before(self, table: Table, position: Position
                     ) -> list[tuple[bytes, dict[str, Any]]]:
@@ -157,22 +179,28 @@ class JoinStore:
         self._db.execute("INSERT INTO truncated (tbl, lsn, seq) VALUES (?, ?, ?) ON CONFLICT "
                          "(tbl) DO UPDATE SET lsn = excluded.lsn, seq = excluded.seq",
                          (table_id(table), *position))
+        self._truncated[table_id(table)] = position
 
     def matching(self, table: Table, columns: tuple[str, ...],
                  values: tuple[Any, ...]) -> Sequence[Keyed]:
         """``(key, row)`` of every row of ``table`` whose ``columns`` equal ``values``."""
-        found = self._db.execute(
-            "SELECT r.key, r.row FROM links l JOIN rows r ON r.tbl = l.tbl AND r.key = l.key "
-            "WHERE l.tbl = ? AND l.cols = ? AND l.val = ?",
-            (table_id(table), ",".join(columns), orjson.dumps(list(values)))).fetchall()
-        return [(orjson.loads(key), orjson.loads(row)) for key, row in found]
+        found = []
+        for key in self.matching_keys(table, columns, values):
+            row = self.row(table, key)
+            if row is not None:
+                found.append((orjson.loads(key), row))
+        return found
 
     def matching_keys(self, table: Table, columns: tuple[str, ...],
                       values: tuple[Any, ...]) -> list[bytes]:
         """The keys of the rows ``matching`` would return."""
-        return [key for (key,) in self._db.execute(
-            "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?",
-            (table_id(table), ",".join(columns), orjson.dumps(list(values))))]
+        where = (table_id(table), ",".join(columns), orjson.dumps(list(values)))
+        keys = self._keys.get(where)
+        if keys is None:
+            keys = [key for (key,) in self._db.execute(
+                "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?", where)]
+            _remember(self._keys, where, keys)
+        return keys
 
     def add_pending(self, target: str, keys: Iterable[bytes]) -> None:
         """Mark the records of ``keys`` in ``target`` to be written."""
@@ -202,6 +230,13 @@ class JoinStore:
     def size_bytes(self) -> int:
         """The database file's size (without its write-ahead log)."""
         return self.path.stat().st_size if self.path.exists() else 0
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` in ``cache``, forgetting the oldest entry past ``CACHED``."""
+    cache[key] = value
+    if len(cache) > CACHED:
+        cache.popitem(last=False)
 
 
 def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> bytes | None:

@@ -1,7 +1,8 @@
 """Reconciling a whole pipeline: every planned table against its connectors, summed up.
 
-``reconcile_pipeline`` is what ``cdc reconcile`` runs, once or continuously, and what the
-chaos harness checks its sinks with; ``Summary.line()`` is the command's summary line.
+``reconcile_pipeline`` is what ``cdc reconcile`` runs (tables, then joined views), once
+or continuously, and what the chaos harness checks its sinks with; ``Summary.line()`` is
+the command's summary line.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from cdc.config import PipelineConfig
 from cdc.errors import DistributaryError
 from cdc.observability.reconcile_metrics import KINDS, summary_line
 
-from .plan import plan_tables
-from .run import reconcile_table
+from .plan import plan_joins, plan_tables
+from .run import reconcile_join, reconcile_table
 
 Report = Callable[[str], None]
 
@@ -49,13 +50,23 @@ def reconcile_pipeline(config: PipelineConfig, *, connectors: Sequence[str] = ()
     finish (``describe_failure``).
     """
     plans = plan_tables(config, connectors, tables)
-    summary = Summary(tables=len(plans))
+    joins = plan_joins(config, connectors, tables)
+    summary = Summary(tables=len(plans) + len(joins))
     for plan in plans:
         outcome = reconcile_table(config, plan, repair=repair, rate=rate, chunk=chunk,
                                   timeout=timeout)
         summary.rows += outcome.findings.rows
         for target, difference in outcome.findings.differences:
             report(difference.line(f"{plan.table} {target.label}"))
+            summary.counts[difference.kind.value] += 1
+        for line in outcome.repairs:
+            report(f"repair: {line}")
+    for join in joins:  # a joined view counts as a table, its root rows as its rows
+        outcome = reconcile_join(config, join, repair=repair, timeout=timeout, rate=rate,
+                                 chunk=chunk)
+        summary.rows += outcome.findings.rows
+        for target, difference in outcome.findings.differences:
+            report(difference.line(f"{join.table} {target.label}"))
             summary.counts[difference.kind.value] += 1
         for line in outcome.repairs:
             report(f"repair: {line}")

@@ -71,7 +71,10 @@ def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...]
     and reported only if the row did not change meanwhile, so writes in flight are not
     drift. Rows a view filters out must be absent; with a Redis ttl an expired key is
     not drift. --repair waits until the repair has reached the sinks, so the next run is
-    clean. Exit status: 0 clean, 1 differences, 2 usage, 3 could not finish.
+    clean. Joined views (joins:) are checked too, one record per root row: PostgreSQL
+    makes the joins from one snapshot of their tables, and --repair writes the records
+    that differ under that snapshot's version. Exit status: 0 clean, 1 differences,
+    2 usage, 3 could not finish.
 
     \b
     Example:

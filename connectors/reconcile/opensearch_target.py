@@ -22,7 +22,7 @@ from connectors.opensearch.config import OpenSearchSinkConfig
 from connectors.opensearch.names import index_name
 from connectors.opensearch.sink import MAX_ID_BYTES
 from connectors.placeholders import NameTemplate, TableNames
-from derived import ViewDefinition, apply_view
+from derived import ViewDefinition, apply_view, encode_key
 
 from .compare import Record, StoredRecord
 from .rows import after_jsons, id_texts
@@ -61,6 +61,25 @@ class OpenSearchTarget:
         """The row's ``_id``; ``None`` past OpenSearch's limit (the sink dead-letters it)."""
         doc_id = row.id_text  # encode_key(row.key)
         return doc_id if len(doc_id.encode()) <= MAX_ID_BYTES else None
+
+    def id_of(self, key: Mapping[str, Any]) -> str | None:
+        """The ``_id`` of a record of event key ``key`` (``None`` past OpenSearch's limit)."""
+        doc_id = encode_key(dict(key))
+        return doc_id if len(doc_id.encode()) <= MAX_ID_BYTES else None
+
+    def stored_form(self, record: Record) -> Record:
+        """``record`` as the sink stores it (a document is the record itself)."""
+        return record
+
+    def write(self, sink_id: str, record: Record, version: int) -> bool:
+        """Index ``record`` as ``sink_id`` under ``version`` (``external_gte``: a newer
+        document wins); True if it was written."""
+        try:
+            self._client.index(index=self.alias, id=sink_id, body=record, version=version,
+                               version_type="external_gte", refresh=False)
+        except ConflictError:
+            return False
+        return True
 
     def expected(self, rows: Sequence[SourceRow]) -> dict[str, Record | None]:
         """``_id`` → document (``None``: the view filters the row out)."""

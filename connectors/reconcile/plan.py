@@ -1,5 +1,8 @@
 """Which tables to check against which connectors: the publication's tables whose topic
-a chosen connector consumes (``--connector``, ``--table`` narrow it down)."""
+a chosen connector consumes (``--connector``, ``--table`` narrow it down), and which
+joined views (``joins:`` of a chosen connector; ``--table`` keeps those reading it). A
+table a connector reads only for its joined views (no view of its own) is checked
+through those views, not as a table of that connector."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from cdc.capture.schema.topics import published_tables
 from cdc.capture.source import session
 from cdc.capture.source.slot import split_table
 from cdc.config import ConnectorConfig, PipelineConfig
+from derived import JoinedView
 
 SUPPORTED = ("opensearch", "redis")
 
@@ -31,6 +35,33 @@ class TablePlan:
     @property
     def table(self) -> str:
         return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class JoinPlan:
+    """One joined view of one connector."""
+
+    connector: ConnectorConfig
+    join: JoinedView
+
+    @property
+    def table(self) -> str:
+        """The root table, ``schema.table``."""
+        return self.join.source
+
+
+def joins_of(connector: ConnectorConfig) -> tuple[JoinedView, ...]:
+    """The connector's joined views (none for a sink without ``joins``)."""
+    joins: tuple[JoinedView, ...] = getattr(connector.config, "joins", ())
+    return joins
+
+
+def join_only(connector: ConnectorConfig, schema: str, table: str) -> bool:
+    """True when ``connector`` reads ``schema.table`` only for its joined views."""
+    if not any((schema, table) in join.tables() for join in joins_of(connector)):
+        return False
+    return not any(view.table == (schema, table)
+                   for view in getattr(connector.config, "views", ()))
 
 
 def checkable(connector: ConnectorConfig) -> str | None:
@@ -86,10 +117,21 @@ def plan_tables(config: PipelineConfig, names: Sequence[str],
     plans: list[TablePlan] = []
     for schema, table in wanted or published:
         topic = config.topic_for(schema, table)
-        feeding = tuple(c for c in chosen if consumes(c, topic))
+        feeding = tuple(c for c in chosen if consumes(c, topic)
+                        and not join_only(c, schema, table))
         if feeding:
             plans.append(TablePlan(schema, table, topic, feeding))
-        elif wanted:
+        elif wanted and not any(consumes(c, topic) for c in chosen):
             raise PlanError(f"--table {schema}.{table}: no chosen connector consumes its "
                             f"topic {topic}")
     return plans
+
+
+def plan_joins(config: PipelineConfig, names: Sequence[str],
+               tables: Sequence[str]) -> list[JoinPlan]:
+    """The joined views to check: every one of the chosen connectors (``names``; none:
+    every checkable one), or with ``tables`` those that read one of them."""
+    wanted = {split_table(table) for table in tables}
+    return [JoinPlan(connector, join) for connector in chosen_connectors(config, names)
+            for join in joins_of(connector)
+            if not wanted or wanted & join.tables()]

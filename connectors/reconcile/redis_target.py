@@ -69,6 +69,35 @@ class RedisTarget:
         """The row's key."""
         return self._keys.render(row.key)
 
+    def id_of(self, key: Mapping[str, Any]) -> str | None:
+        """The Redis key of a record of event key ``key``."""
+        return self._keys.render(key)
+
+    def stored_form(self, record: Record) -> Record:
+        """``record`` as ``read`` returns it (a hash: one text field per non-null value)."""
+        if not self._hash:
+            return record
+        return {name: text_of(value) for name, value in record.items() if value is not None}
+
+    def write(self, sink_id: str, record: Record, version: int) -> bool:
+        """The sink's upsert row (``j`` or ``h``) of ``record`` as ``sink_id`` under
+        ``version``: skipped when a newer version is stored or the table was truncated
+        later. True when the key holds ``version`` afterwards."""
+        ttl, value_version_ttl, tombstone_ttl = self._ttls
+        if self._hash:
+            pairs = [part for name, value in self.stored_form(record).items()
+                     for part in (name, value)]
+            row: list[Any] = ["h", 1, scripts.version_text(version), 0, len(pairs),
+                              *pairs]
+        else:
+            row = ["j", 1, scripts.version_text(version), orjson.dumps(record)]
+        reply = self._script(keys=[self._names.marker(self._keys.marker, sink_id), sink_id,
+                                   self._names.version_key(sink_id)],
+                             args=[ttl, value_version_ttl, tombstone_ttl, 1, *row])
+        if reply:
+            raise RuntimeError(f"Redis refused to write {sink_id!r}: {reply}")
+        return self.versions([sink_id]).get(sink_id) == version
+
     def expected(self, rows: Sequence[SourceRow]) -> dict[str, Record | None]:
         """Key → value as the sink renders it (``None``: the view filters the row out)."""
         out: dict[str, Record | None] = {}

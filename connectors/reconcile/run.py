@@ -1,5 +1,6 @@
 """One table against its connectors: targets built from each connector's config, the
-walk, and the repair of what it found (waiting until it has landed)."""
+walk, and the repair of what it found (waiting until it has landed); and one joined
+view of a connector (``reconcile_join``: ``join_walk``)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,19 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc.capture.source import session
 from cdc.config import ConnectorConfig, PipelineConfig
 from cdc.extras import MissingExtraError, missing_extra
 from cdc.log import Log
 from cdc.log.open import open_log
 from connectors.placeholders import TableNames
+from derived import ViewDefinition
 
 from .catchup import wait_consumed, wait_logged
 from .compare import Kind
-from .plan import TablePlan
+from .join_source import JoinedSource
+from .join_walk import JoinTarget, JoinWalk, repair_join
+from .plan import JoinPlan, TablePlan
 from .repair import delete_extras, repair_state, request_snapshot, wait_repaired
 from .schema_history import explain, last_column_change
 from .source import KeyText, TableSource
@@ -116,3 +121,59 @@ def _repair(outcome: TableOutcome, source: TableSource, catch_up: CatchUp, event
                       source.name, lambda: catch_up(source.current_lsn()), timeout)
         outcome.repairs.append(f"the snapshot of {source.name} completed and the sinks "
                                "caught up with it")
+
+
+def join_target(config: PipelineConfig, plan: JoinPlan) -> JoinTarget:
+    """The target of ``plan``'s records: the alias ``join.target`` (OpenSearch), or the
+    keys ``join.key_template or key_template`` renders with the root table's names
+    (Redis), as a plain view of the root table would have them."""
+    join, connector = plan.join, plan.connector
+    schema, table = join.table
+    names = TableNames.of(config.topic_for(schema, table),
+                          {"schema": schema, "table": table}, config.topic_prefix)
+    view = ViewDefinition(source=join.source, target=join.target,
+                          key_template=join.key_template)
+    made: JoinTarget = target_class(connector)(connector.name, connector.config, names, view)
+    return made
+
+
+def reconcile_join(config: PipelineConfig, plan: JoinPlan, *, repair: bool, timeout: float,
+                   rate: float | None = None, chunk: int = 2000,
+                   catch_up: CatchUp | None = None) -> TableOutcome:
+    """Walk ``plan``'s joined view (``join_walk``) and, with ``repair``, repair what
+    differs in the sink. ``catch_up``: how to wait until the sink holds everything
+    before a WAL position (default: the capture's slot, then the connector's group on
+    the topics of every table of the view). ``rate``: root rows per second at most;
+    ``chunk``: root rows per batch."""
+    with ExitStack() as stack:
+        source = JoinedSource(config.source.conninfo(), plan.join, config.topic_names,
+                              config.source.publication, fetch=chunk)
+        stack.callback(source.close)
+        target = join_target(config, plan)
+        stack.callback(target.close)
+        if catch_up is None:
+            catch_up = _join_catch_up(config, plan, stack, timeout)
+        findings = JoinWalk(source, [target], catch_up, rate).run()
+        findings.table = plan.table
+        outcome = TableOutcome(findings)
+        if repair and findings.differences:
+            for found in findings.targets:
+                outcome.repairs += repair_join(source, found, catch_up, findings.walk_start)
+        return outcome
+
+
+def _join_catch_up(config: PipelineConfig, plan: JoinPlan, stack: ExitStack,
+                   timeout: float) -> CatchUp:
+    """Wait for the capture's slot (on a connection of its own: the walk's is in a
+    snapshot) and the connector's group on the topics of the view's tables."""
+    conn = session.connect(config.source.conninfo())
+    stack.callback(conn.close)
+    event_log = open_log(config.log)
+    stack.callback(event_log.close)
+    topics = [config.topic_for(schema, table) for schema, table in sorted(plan.join.tables())]
+
+    def catch_up(lsn: int) -> None:
+        wait_logged(conn, config.source.slot, lsn, timeout)
+        wait_consumed(event_log, plan.connector.name, topics, timeout)
+
+    return catch_up
