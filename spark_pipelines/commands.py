@@ -26,6 +26,7 @@ from rich.table import Table
 from cdc.capture.lsn import format_lsn, parse_lsn
 from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
+from derived import JoinedView
 
 from .kafka_packages import with_kafka_source
 from .materialize_job import TableResult, materialize_tables, output_dir
@@ -73,11 +74,24 @@ class ReplayRun:
         self.source = LogSource.of(config)
         self.output = output or config.spark.output_path
         self._wanted = tuple(t.strip() for arg in tables for t in arg.split(",") if t.strip())
+        self._histories: dict[str, TableHistory] | None = None
+
+    def histories(self) -> dict[str, TableHistory]:
+        """Every table with a schema record, with its schema history (read once)."""
+        if self._histories is None:
+            self._histories = load_histories(self.spark, self.source)
+        return self._histories
 
     def tables(self) -> list[TableHistory]:
         """The tables the job works on, with their schema history."""
-        return select_tables(load_histories(self.spark, self.source), self._wanted,
-                             self.config.source.tables or ())
+        return select_tables(self.histories(), self._wanted, self.config.source.tables or ())
+
+    def joins(self, joins: tuple[JoinedView, ...], chosen: list[TableHistory]
+              ) -> list[JoinedView]:
+        """The joined views reading any of the ``chosen`` tables."""
+        names = {history.name for history in chosen}
+        return [view for view in joins
+                if any(f"{schema}.{table}" in names for schema, table in view.tables())]
 
     def resolve_as_of(self, text: str, tables: list[TableHistory]) -> int:
         """``--as-of`` as a commit LSN (a time becomes the newest LSN at or before it)."""
@@ -213,19 +227,27 @@ def _sink_config(run: ReplayRun, sink_type: str, name: str | None) -> tuple[str,
 def rebuild_search(config_path: Path, master: str | None, tables: tuple[str, ...],
                    output: Path | None, progress: bool, connector: str | None,
                    drop_old: bool) -> None:
-    """Rebuild each table's OpenSearch index from the log and swap its alias atomically.
+    """Rebuild each table's OpenSearch index (and every joined view reading one of the
+    tables) from the log and swap its alias atomically.
 
     Example: cdc replay rebuild-search -c pipeline.yaml --tables public.orders
     """
+    from .join_rebuild import rebuild_joined_search
     from .search_rebuild import rebuild_table
 
     with _replay(config_path, master, tables, output, progress, "rebuild-search") as run:
         _, sink_config = _sink_config(run, "opensearch", connector)
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         results: list[TableResult] = []
-        for history in run.tables():
-            results.extend(rebuild_table(run.spark, run.source, history, sink_config,
-                                         drop_old=drop_old, stamp=stamp))
+        chosen = run.tables()
+        roots = {view.source for view in sink_config.joins}
+        for history in chosen:
+            if history.name not in roots:  # a joined view's root table feeds only it
+                results.extend(rebuild_table(run.spark, run.source, history, sink_config,
+                                             drop_old=drop_old, stamp=stamp))
+        for view in run.joins(sink_config.joins, chosen):
+            results.append(rebuild_joined_search(run.spark, run.source, run.histories(), view,
+                                                 sink_config, drop_old=drop_old, stamp=stamp))
         print_summary(run, "search indices rebuilt", results)
 
 
@@ -234,16 +256,23 @@ def rebuild_search(config_path: Path, master: str | None, tables: tuple[str, ...
 @click.option("--connector", default=None, help="The redis connector (if several).")
 def rebuild_cache(config_path: Path, master: str | None, tables: tuple[str, ...],
                   output: Path | None, progress: bool, connector: str | None) -> None:
-    """Repopulate Redis from the log through the Redis sink's views and version guard.
+    """Repopulate Redis from the log through the Redis sink's views and version guard
+    (joined views reading one of the tables too).
 
     Example: cdc replay rebuild-cache -c pipeline.yaml --tables public.customers
     """
     from .cache_rebuild import rebuild_cache_table
+    from .join_rebuild import rebuild_joined_cache
 
     with _replay(config_path, master, tables, output, progress, "rebuild-cache") as run:
         _, sink_config = _sink_config(run, "redis", connector)
+        chosen = run.tables()
+        roots = {view.source for view in sink_config.joins}
         results = [rebuild_cache_table(run.spark, run.source, history, sink_config)
-                   for history in run.tables()]
+                   for history in chosen if history.name not in roots]
+        results.extend(rebuild_joined_cache(run.spark, run.source, run.histories(), view,
+                                            sink_config)
+                       for view in run.joins(sink_config.joins, chosen))
         print_summary(run, "cache rebuilt", results)
 
 

@@ -8,7 +8,8 @@ Deletes remove the row; a truncate removes every row whose last event came befor
 ones by position). A column PostgreSQL did not resend (a TOASTed value, listed in
 ``unchanged``) keeps its newest value sent before: step 1 of ``derived.toast``'s rule, in
 Spark SQL here (a column nothing sent is null; ``before`` is not read), held to
-``derived.fill_unchanged`` by the cases of ``tests/unit/derived/toast_cases.py``.
+``derived.fill_unchanged`` by the cases of ``tests/unit/derived/toast_cases.py``; after a
+key change, the value the old key had (``_before_key_change``).
 
 Everything is Spark SQL (no Python per record): one aggregation per key over the events
 (``max_by`` the position, which Spark runs as a hash aggregation, where the maximum of a
@@ -97,6 +98,7 @@ def _with_toast_filled(events: DataFrame, rows: DataFrame, names: Sequence[str])
         return rows.select(*[F.col(f"last.after.{n}").alias(n) for n in names], *position)
     upsert = F.col("op").isin(*UPSERTS)
     history = events.join(partial.select("key"), "key", "left_semi")
+    history = history.unionByName(_before_key_change(events, history))
     earlier = history.groupBy("key").agg(*[
         F.max(F.when(upsert & ~F.array_contains("unchanged", name),
                      F.struct("lsn", "seq", F.col(f"after.{name}").alias("v")))).alias(f"_f_{name}")
@@ -105,6 +107,25 @@ def _with_toast_filled(events: DataFrame, rows: DataFrame, names: Sequence[str])
     return joined.select(*[
         F.when(F.array_contains("last.unchanged", name), F.col(f"_f_{name}.v"))
         .otherwise(F.col(f"last.after.{name}")).alias(name) for name in names], *position)
+
+
+def _before_key_change(events: DataFrame, history: DataFrame) -> DataFrame:
+    """The events of the old keys of key changes in ``history``, under the new key.
+
+    PostgreSQL sends a key-changing update as a delete of the old key and, at the next
+    position of the transaction, an insert of the new one that leaves unchanged TOAST
+    columns out: their values are the old key's (one change deep: a new key whose own
+    insert left columns out again takes nothing from the key before its old one).
+    """
+    inserts = (history.where((F.col("op") == "c") & (F.size("unchanged") > 0))
+               .select(F.col("key").alias("new_key"), "lsn", (F.col("seq") - 1).alias("seq")))
+    deletes = events.where(F.col("op") == "d").select(F.col("key").alias("old_key"), "lsn", "seq")
+    moves = inserts.join(deletes, ["lsn", "seq"]).select(
+        "new_key", "old_key", F.col("lsn").alias("m_lsn"), F.col("seq").alias("m_seq"))
+    inherited = events.join(moves, events["key"] == moves["old_key"]).where(
+        _newer(F.col("m_lsn"), F.col("m_seq"), F.col("lsn"), F.col("seq")))
+    return inherited.select(F.col("new_key").alias("key"), "lsn", "seq", "op", "after",
+                            "unchanged", "schema_version")
 
 
 def materialize_table(spark: SparkSession, log_root: Path | str, topic: str,

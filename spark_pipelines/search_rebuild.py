@@ -19,6 +19,9 @@ For each table, every alias its OpenSearch connector writes (a view's target, el
    twice or late is a no-op and no concurrent write is lost.
 
 The old index is kept (``--drop-old`` deletes it after the swap).
+
+Joined views (``joins``) are rebuilt alike by ``join_rebuild``; their root tables have
+no alias of their own here.
 """
 
 from __future__ import annotations
@@ -102,9 +105,9 @@ def rebuild_table(spark: SparkSession, source: LogSource, history: TableHistory,
     try:
         counts = load(spread(state), history, topic, log, source, rebuild_config(config, plans),
                       plans, client)
-        new_indices = {plan.alias: _check_count(client, plan, counts.total(plan.alias))
+        new_indices = {plan.alias: check_count(client, plan, counts.total(plan.alias))
                        for plan in plans}
-        old_indices = _swap(client, plans, new_indices)
+        old_indices = swap_aliases(client, plans, new_indices)
         catch_up(log, source, topic, ends, config, stamp)
         if drop_old:
             for old in {index for indices in old_indices.values() for index in indices}:
@@ -115,11 +118,12 @@ def rebuild_table(spark: SparkSession, source: LogSource, history: TableHistory,
         spark.catalog.clearCache()
     seconds = time.perf_counter() - started
     return [TableResult(f"{history.name} -> {plan.alias}", counts.total(plan.alias), "-",
-                        _path(new_indices[plan.alias], old_indices.get(plan.alias, []),
+                        rebuild_path(new_indices[plan.alias], old_indices.get(plan.alias, []),
                               drop_old, counts), seconds, tasks=counts) for plan in plans]
 
 
-def _path(new: str, old: list[str], dropped: bool, counts: TaskCounts) -> str:
+def rebuild_path(new: str, old: list[str], dropped: bool, counts: TaskCounts) -> str:
+    """What the summary shows of a rebuilt alias: its new index, the old ones, the tasks."""
     was = ", ".join(old) or "none"
     return f"{new} (was {was}{', dropped' if dropped and old else ''}; {counts.describe()})"
 
@@ -148,7 +152,7 @@ def load(state: DataFrame, history: TableHistory, topic: str, log: Log, source: 
     return counts
 
 
-def _check_count(client: OpenSearch, plan: AliasPlan, expected: int) -> str:
+def check_count(client: OpenSearch, plan: AliasPlan, expected: int) -> str:
     """Refresh the new index and compare its count; its concrete name."""
     found = client.indices.get_alias(name=plan.temporary)
     index = next(iter(found)) if found else plan.temporary
@@ -161,8 +165,8 @@ def _check_count(client: OpenSearch, plan: AliasPlan, expected: int) -> str:
     return index
 
 
-def _swap(client: OpenSearch, plans: Sequence[AliasPlan],
-          new_indices: dict[str, str]) -> dict[str, list[str]]:
+def swap_aliases(client: OpenSearch, plans: Sequence[AliasPlan],
+                 new_indices: dict[str, str]) -> dict[str, list[str]]:
     """Move every alias to its new index in one atomic ``_aliases`` call."""
     actions: list[dict[str, Any]] = []
     old: dict[str, list[str]] = {}

@@ -61,19 +61,22 @@ class RowEvents:
                 tuple((c.name, json_converter(c)) for c in columns if not passes_text(c)))
         return known
 
+    def after(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``after`` of an upsert's state row: its columns in their JSON types."""
+        get = row.get
+        names, converted = self._columns(int(get(VERSION_COLUMN) or 0))
+        after = {name: get(name) for name in names}  # text: the JSON value as it is
+        for name, convert in converted:
+            after[name] = convert(after[name])
+        return after
+
     def event(self, row: Mapping[str, Any]) -> SinkEvent:
         """The sink event of one state row."""
-        get = row.get
         lsn, seq = int(row[_LSN]), int(row[_SEQ])
         op = str(row[OP_COLUMN])
         key_text = str(row[KEY_COLUMN])
-        schema_version = get(VERSION_COLUMN)
-        after = None
-        if op in UPSERTS:
-            names, converted = self._columns(int(schema_version or 0))
-            after = {name: get(name) for name in names}  # text: the JSON value as it is
-            for name, convert in converted:
-                after[name] = convert(after[name])
+        schema_version = row.get(VERSION_COLUMN)
+        after = self.after(row) if op in UPSERTS else None
         event = {"op": op, "key": orjson.loads(key_text) if op != "t" else {}, "before": None,
                  "after": after, "unchanged": [],
                  "source": {"schema": self._schema, "table": self._table,

@@ -134,36 +134,45 @@ class StateFeed:
 
     def write_partition(self, partition: int, rows: Iterable[StateRow]) -> Iterator[TaskCount]:
         """The task's work (see the module docstring)."""
-        sink: Sink | None = None
-        targets: Targets | None = None
-        counted: Counter[str] = Counter()
-        written = deleted = rejected = 0
-        example = None
-        with _frozen_heap():
-            try:
-                for batch in event_batches(self.history, self.topic, rows, self.batch_size):
-                    if sink is None or targets is None:
-                        sink, targets = self.recipe.build()
-                        sink.open()
-                    result = sink.write(batch)
-                    written += len(batch)
-                    if result.rejected:
-                        first = result.rejected[0]
-                        rejected, example = len(result.rejected), f"key {first.event.key}: " \
-                            f"{first.reason}"
-                        break
-                    kept = [event for event in batch if event.event["op"] != "d"]
-                    deleted += len(batch) - len(kept)
-                    counted.update(chain.from_iterable(map(targets, kept)))
-                if sink is not None:
-                    sink.flush()
-            finally:
-                if sink is not None:
-                    sink.close()
-        context = TaskContext.get()
-        yield TaskCount(context.stageId() if context else -1, partition,
-                        context.taskAttemptId() if context else -1, os.getpid(), written,
-                        dict(counted), deleted, rejected, example)
+        yield from write_batches(
+            partition, event_batches(self.history, self.topic, rows, self.batch_size),
+            self.recipe)
+
+
+def write_batches(partition: int, batches: Iterable[list[SinkEvent]],
+                  recipe: SinkRecipe) -> Iterator[TaskCount]:
+    """Write ``batches`` through a sink ``recipe`` builds (opened with the first batch),
+    stopping at the first batch with a rejection; one ``TaskCount`` of the task."""
+    sink: Sink | None = None
+    targets: Targets | None = None
+    counted: Counter[str] = Counter()
+    written = deleted = rejected = 0
+    example = None
+    with _frozen_heap():
+        try:
+            for batch in batches:
+                if sink is None or targets is None:
+                    sink, targets = recipe.build()
+                    sink.open()
+                result = sink.write(batch)
+                written += len(batch)
+                if result.rejected:
+                    first = result.rejected[0]
+                    rejected, example = len(result.rejected), f"key {first.event.key}: " \
+                        f"{first.reason}"
+                    break
+                kept = [event for event in batch if event.event["op"] != "d"]
+                deleted += len(batch) - len(kept)
+                counted.update(chain.from_iterable(map(targets, kept)))
+            if sink is not None:
+                sink.flush()
+        finally:
+            if sink is not None:
+                sink.close()
+    context = TaskContext.get()
+    yield TaskCount(context.stageId() if context else -1, partition,
+                    context.taskAttemptId() if context else -1, os.getpid(), written,
+                    dict(counted), deleted, rejected, example)
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """The demo's pipeline file: ``compose/pipeline.yaml`` with this run's servers and names.
 
 The run's name becomes the slot, the publication and a prefix of the index and cache key
-templates, so a demo can share servers with other runs; the topics keep the example's
+templates and of the joined views' targets, so a demo can share servers with other runs;
+the joined views keep their state in the run's directory. The topics keep the example's
 prefix (``log.topic_prefix``), so its topic lists and patterns still apply.
 """
 
@@ -41,10 +42,17 @@ def write_pipeline(servers: DemoServers, workdir: Path, metrics_port: int) -> Pa
         connector["batch_timeout"] = "200ms"
         if connector["type"] == "opensearch":
             settings["hosts"] = [servers.opensearch_url]
-            settings["index"] = f"{servers.name}_{settings['index']}"
+            settings["index"] = f"{servers.name}_{settings.get('index', '{table}')}"
         elif connector["type"] == "redis":
             settings["url"] = servers.redis_url
             settings["key_template"] = f"{servers.name}:{settings['key_template']}"
+        for join in settings.get("joins", ()):
+            _quote_on(join)
+            join["target"] = f"{servers.name}_{join['target']}"
+            if "key_template" in join:
+                join["key_template"] = f"{servers.name}:{join['key_template']}"
+        if "join_state_dir" in settings:
+            settings["join_state_dir"] = str(workdir / "joins")
     data["spark"].update(master="local[2]", output_path=str(workdir / "spark"))
     data["metrics"]["port"] = metrics_port
     path = workdir / "pipeline.yaml"
@@ -56,3 +64,13 @@ def write_pipeline(servers: DemoServers, workdir: Path, metrics_port: int) -> Pa
 def read_pipeline(path: Path) -> PipelineConfig:
     """The validated config of a written pipeline file."""
     return load_config(path)
+
+
+def _quote_on(level: dict[Any, Any]) -> None:
+    """YAML 1.1 reads an unquoted ``on:`` key as ``True``: name it ``on`` again in ``level``
+    and the levels below (``safe_dump`` then writes ``'on':``, not ``true:``)."""
+    for key in list(level):
+        value = level.pop(key)
+        level["on" if key is True else key] = value
+    for child in (*level.get("lookups", ()), *level.get("nested", ())):
+        _quote_on(child)

@@ -1,4 +1,5 @@
-"""The demo's shop: customers, products and orders, defined with SQLAlchemy Core.
+"""The demo's shop: customers, products, orders and their items, defined with SQLAlchemy
+Core.
 
 Each column has a *kind* so every copy of a row (PostgreSQL, the event JSON in OpenSearch
 and Redis, the Spark output) can be brought to one comparable form.
@@ -45,7 +46,20 @@ orders = sa.Table(
     sa.Column("placed_at", sa.DateTime(timezone=True), nullable=False),
 )
 
-TABLES: tuple[sa.Table, ...] = (customers, products, orders)
+# An order's lines; ``orders.product_id`` and ``quantity`` keep its first product and its
+# units in all, ``orders.total`` the sum of ``quantity * price`` (the workload keeps them).
+order_items = sa.Table(
+    "order_items", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("order_id", sa.Integer,
+              sa.ForeignKey("orders.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("product_id", sa.Integer, sa.ForeignKey("products.id"), nullable=False),
+    sa.Column("line", sa.Integer, nullable=False),
+    sa.Column("quantity", sa.Integer, nullable=False),
+    sa.Column("price", sa.Numeric(10, 2), nullable=False),
+)
+
+TABLES: tuple[sa.Table, ...] = (customers, products, orders, order_items)
 
 Row = dict[str, Any]
 

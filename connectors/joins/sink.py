@@ -1,6 +1,8 @@
 """``JoinedSink``: a sink's joined views, in front of the sink that writes their records.
 
-The events of the tables a joined view reads go to the state store (``JoinStage``);
+The events of the tables a joined view reads go to the state store (``JoinStage``),
+every one of them (the runtime does not coalesce a joined sink's batches: a key
+change's delete completes its insert);
 the records they touch are written by the inner sink (OpenSearch, Redis) as events of
 the root table, one per root key, through a pass-through view to the joined view's
 target. Other events go to the inner sink as they are.
@@ -122,6 +124,8 @@ class JoinedSink:
                 except ValueError as exc:
                     rejected.append(Rejection(item, f"joined views: {exc}"))
             self.store.set_offsets(offsets)
+            if applied:
+                self.store.forget_old_deletes()
             records = self._records(at_least)
         self._next.update(offsets)
         result = self.inner.write(passed) if passed else WriteResult()

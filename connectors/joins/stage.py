@@ -109,15 +109,50 @@ class JoinStage:
             before = data.get("before")
             filled = fill_unchanged(after, data.get("unchanged"), old,
                                     before if isinstance(before, dict) else None)
-            if filled.missing:
+            new = filled.row
+            if filled.missing and op == "c":
+                new = self._key_changed(table, stored_key, position, new, filled.missing)
+            elif filled.missing:
                 log.warning("%s: no stored row to take unchanged TOAST columns %s from; "
                             "keeping the row without them", ".".join(table),
                             sorted(filled.missing))
-            new = filled.row
         elif op != "d":
             raise ValueError(f"unknown op {op!r}")
         marked = self._touch(table, stored_key, old, new)
         self.store.put(table, stored_key, new, old, position)
+        if op == "d" and old is not None:
+            marked += self._completes_insert(table, position, old)
+        return marked
+
+    def _key_changed(self, table: Table, key: bytes, position: Position,
+                     row: dict[str, Any], missing: frozenset[str]) -> dict[str, Any]:
+        """``row`` (a new key's insert lacking unchanged TOAST columns) completed from the
+        old key's row deleted just before it; or kept to be completed when that comes."""
+        previous = Position(position.commit_lsn, position.seq - 1)
+        deleted = self.store.deleted(table, previous) if position.seq > 0 else None
+        if deleted is not None:
+            return fill_unchanged(row, sorted(missing), deleted).row
+        self.store.wait_for_delete(table, position, key, sorted(missing))
+        return row
+
+    def _completes_insert(self, table: Table, position: Position,
+                          deleted: dict[str, Any]) -> int:
+        """Keep ``deleted``; complete the key change's insert if it was read first."""
+        self.store.keep_deleted(table, position, deleted)
+        waiting = self.store.waiting_insert(
+            table, Position(position.commit_lsn, position.seq + 1))
+        if waiting is None:
+            return 0
+        key, missing = waiting
+        row = self.store.row(table, key)
+        if row is None:  # deleted again (moved on?) before its first half was read
+            log.warning("%s: a key change's insert lacked unchanged TOAST columns %s, and "
+                        "its row is gone before they could be completed", ".".join(table),
+                        missing)
+            return 0
+        completed = fill_unchanged(row, missing, deleted).row
+        marked = self._touch(table, key, row, completed)
+        self.store.put(table, key, completed, row, self.store.position(table, key))
         return marked
 
     def _truncate(self, table: Table, position: Position) -> int:

@@ -14,7 +14,12 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
   transaction as the rows, so the store is always the state after exactly those events;
 - ``pending``: root keys whose records must be written again, cleared once the sink has
   flushed them (a crash in between writes them again at start-up);
-- ``meta``: the last write version handed out (versions only grow, across restarts).
+- ``meta``: the last write version handed out (versions only grow, across restarts);
+- ``deleted`` and ``incomplete``: the two halves of key changes. PostgreSQL sends a
+  key-changing update as a delete of the old key then an insert of the new one (the
+  next position), and the insert leaves out unchanged TOAST columns: the deleted row
+  (the last ``KEPT_DELETES``) completes an insert read after it, an insert read first
+  waits there for its delete.
 
 The database is written with ``synchronous=FULL`` in WAL mode: a transaction is on disk
 before any record computed from it is sent. Memory stays bounded by SQLite's page cache
@@ -39,6 +44,7 @@ Keyed = tuple[dict[str, Any], dict[str, Any]]
 
 CACHE_KIB = 64 * 1024
 CACHED = 50_000  # rows, and key lists of join values, kept decoded in memory
+KEPT_DELETES = 100_000  # deleted rows kept for the insert of a key change read after them
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rows (tbl TEXT NOT NULL, key BLOB NOT NULL, row BLOB NOT NULL,"
@@ -52,6 +58,11 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS pending (target TEXT NOT NULL, key BLOB NOT NULL,"
     " PRIMARY KEY (target, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS deleted (tbl TEXT NOT NULL, lsn INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, row BLOB NOT NULL, PRIMARY KEY (tbl, lsn, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS incomplete (tbl TEXT NOT NULL, lsn INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, key BLOB NOT NULL, missing BLOB NOT NULL,"
+    " PRIMARY KEY (tbl, lsn, seq)) WITHOUT ROWID",
 )
 
 
@@ -155,6 +166,12 @@ class JoinStore:
             self._db.execute("INSERT OR REPLACE INTO rows (tbl, key, row, lsn, seq) VALUES "
                              "(?, ?, ?, ?, ?)", (tbl, key, orjson.dumps(row), *position))
 
+    def position(self, table: Table, key: bytes) -> Position:
+        """The source position of the stored row of ``key`` (0/0: none)."""
+        found = self._db.execute("SELECT lsn, seq FROM rows WHERE tbl = ? AND key = ?",
+                                 (table_id(table), key)).fetchone()
+        return NO_POSITION if found is None else Position(*found)
+
     def truncated(self, table: Table) -> Position:
         """The position of the last truncate of ``table`` applied (0/0: none)."""
         tbl = table_id(table)
@@ -217,6 +234,41 @@ class JoinStore:
     def clear_pending(self) -> None:
         """Everything pending was written and flushed."""
         self._db.execute("DELETE FROM pending")
+
+    def keep_deleted(self, table: Table, position: Position, row: dict[str, Any]) -> None:
+        """Keep the row a delete at ``position`` removed (the first half of a key change?)."""
+        self._db.execute("INSERT OR REPLACE INTO deleted (tbl, lsn, seq, row) VALUES "
+                         "(?, ?, ?, ?)", (table_id(table), *position, orjson.dumps(row)))
+
+    def deleted(self, table: Table, position: Position) -> dict[str, Any] | None:
+        """The row the delete at ``position`` removed, if it is kept."""
+        found = self._db.execute("SELECT row FROM deleted WHERE tbl = ? AND lsn = ? AND "
+                                 "seq = ?", (table_id(table), *position)).fetchone()
+        return None if found is None else orjson.loads(found[0])
+
+    def forget_old_deletes(self) -> None:
+        """Keep only the last ``KEPT_DELETES`` deleted rows."""
+        self._db.execute(
+            "DELETE FROM deleted WHERE (lsn, seq) < (SELECT lsn, seq FROM deleted "
+            "ORDER BY lsn DESC, seq DESC LIMIT 1 OFFSET ?)", (KEPT_DELETES,))
+
+    def wait_for_delete(self, table: Table, position: Position, key: bytes,
+                        missing: list[str]) -> None:
+        """An insert at ``position`` lacks ``missing`` until the delete before it comes."""
+        self._db.execute("INSERT OR REPLACE INTO incomplete (tbl, lsn, seq, key, missing) "
+                         "VALUES (?, ?, ?, ?, ?)",
+                         (table_id(table), *position, key, orjson.dumps(missing)))
+
+    def waiting_insert(self, table: Table, position: Position) -> tuple[bytes, list[str]] | None:
+        """The key and missing columns of an insert at ``position`` waiting for its delete
+        (forgotten once returned)."""
+        where = (table_id(table), *position)
+        found = self._db.execute("SELECT key, missing FROM incomplete WHERE tbl = ? AND "
+                                 "lsn = ? AND seq = ?", where).fetchone()
+        if found is None:
+            return None
+        self._db.execute("DELETE FROM incomplete WHERE tbl = ? AND lsn = ? AND seq = ?", where)
+        return found[0], orjson.loads(found[1])
 
     def versions(self, count: int, at_least: int) -> int:
         """Hand out ``count`` versions, each above every one handed out before and the

@@ -108,9 +108,12 @@ class DecodedBatch:
     undecodable: list[tuple[Message, str]] = field(default_factory=list)
 
 
-def decode_batch(messages: Sequence[Message], *, native: bool = True) -> DecodedBatch:
+def decode_batch(messages: Sequence[Message], *, native: bool = True,
+                 coalesced: bool = True) -> DecodedBatch:
     """Decode every message (left undecoded where the native checks vouch for it;
-    ``native=False``: the Python reference only), then coalesce per key."""
+    ``native=False``: the Python reference only), then coalesce per key (unless
+    ``coalesced`` is false: joined views apply every event, a key change's delete too)."""
+    keep = coalesce if coalesced else list
     batch = DecodedBatch()
     listed = messages if isinstance(messages, list) else list(messages)
     checked = CORE.sink_event_checks(listed) if native else None
@@ -121,7 +124,7 @@ def decode_batch(messages: Sequence[Message], *, native: bool = True) -> Decoded
                 decoded.append(decode_event(message))
             except EventDecodeError as exc:
                 batch.undecodable.append((message, str(exc)))
-        batch.events = coalesce(decoded)
+        batch.events = keep(decoded)
         return batch
     versions, doubtful = checked
     events = [SinkEvent(message, Undecoded(), version)
@@ -136,5 +139,5 @@ def decode_batch(messages: Sequence[Message], *, native: bool = True) -> Decoded
                 bad.add(index)
         if bad:
             events = [event for index, event in enumerate(events) if index not in bad]
-    batch.events = coalesce(events)
+    batch.events = keep(events)
     return batch

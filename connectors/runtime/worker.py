@@ -188,7 +188,7 @@ class ConnectorWorker:
         setup.metrics.messages_read.inc(len(messages))
         fed = [m for m in messages
                if setup.skip_prefix is None or not m.topic.startswith(setup.skip_prefix)]
-        decoded = decode_batch(fed)
+        decoded = decode_batch(fed, coalesced=not isinstance(sink, JoinedSink))
         prepare = getattr(sink, "prepare", None)
         if prepare is not None and decoded.events:
             try:

@@ -1,6 +1,7 @@
 """A short ``make demo`` (``python -m compose.demo``, its own Spark JVM) against the test
 servers: it names its status page, which answers while the demo runs, prints no JVM or
-Spark ``WARN`` line (they go to the log file it names) and ends with ``consistent=yes``."""
+Spark ``WARN`` line (they go to the log file it names), reconciles the tables and the
+joined view of orders with PostgreSQL and ends with ``consistent=yes``."""
 
 from __future__ import annotations
 
@@ -47,9 +48,11 @@ def test_short_demo_names_its_status_page_prints_no_warnings_and_is_consistent(
     assert demo.returncode == 0, output[-4000:]
     assert answered == [200], "the demo named no status page, or it did not answer"
     assert lines[-1].endswith("consistent=yes"), output[-4000:]
-    assert any(line.startswith("reconcile: tables=3 ") and
+    # customers, products, orders (connectors search and cache) and orders_joined
+    # (orders-search: each order with its customer and items)
+    assert any(line.startswith("reconcile: tables=4 ") and
                line.endswith(" missing=0 extra=0 different=0") for line in lines), output
-    assert "distributary.public.orders" in output, "the live view showed topics"
+    assert "distributary.public.order_items" in output, "the live view showed topics"
     warnings = [line for line in lines if "WARN" in line]
     assert not warnings, warnings[:10]
     spark_log = SPARK_LOG.search(output)

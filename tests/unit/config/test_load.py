@@ -117,7 +117,8 @@ def test_example_compose_pipeline_validates(monkeypatch: pytest.MonkeyPatch) -> 
     for name in ("PG_DSN", "OPENSEARCH_URL", "REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
     config = load_config(REPO_ROOT / "compose" / "pipeline.yaml")
-    assert config.source.tables == ("public.customers", "public.products", "public.orders")
+    assert config.source.tables == ("public.customers", "public.products", "public.orders",
+                                    "public.order_items")
     assert config.source.dsn == "postgresql://postgres@127.0.0.1:5432/app"
     assert config.log.backend == "file"
     assert str(config.log.path) == ".data/log"

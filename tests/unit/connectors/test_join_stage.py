@@ -44,6 +44,7 @@ class Shop:
         self.random = random.Random(seed)
         self.tables: Tables = {"customers": {}, "products": {}, "orders": {}, "items": {}}
         self.next_id = 1
+        self.moved: set[int] = set()
         self.version = 0
 
     def _row(self, table: str, key: int) -> dict[str, Any]:
@@ -55,7 +56,8 @@ class Shop:
             return {"id": key, "title": f"p{pick.randrange(100)}"}
         if table == "orders":
             customer = pick.choice(ids["customers"] + [999_999, None])
-            return {"id": key, "customer_id": customer, "note": "n", "total": "1.50"}
+            return {"id": key, "customer_id": customer, "note": f"n{pick.random()}",
+                    "total": "1.50"}
         return {"id": key, "order_id": pick.choice(ids["orders"] + [None]),
                 "product_id": pick.choice(ids["products"]), "line": pick.randrange(5),
                 "qty": pick.randrange(-1, 3)}
@@ -63,6 +65,7 @@ class Shop:
     def events(self, count: int) -> list[tuple[str, dict[str, Any]]]:
         """``count`` changes, applied to ``tables``, as ``(table, event)``."""
         made: list[tuple[str, dict[str, Any]]] = []
+        self.moved = set()
         for _ in range(count):
             table = self.random.choice(list(self.tables))
             rows = self.tables[table]
@@ -77,6 +80,19 @@ class Shop:
             else:
                 key = self.random.choice(list(rows))
                 op = "d" if roll < 0.55 else "u"
+            if (op == "d" and table == "orders" and key not in self.moved
+                    and self.random.random() < 0.5):
+                # a key change: the old key's delete, then the new key's insert at the next
+                # position, its unchanged TOAST column (note) left out
+                moved = dict(rows.pop(key), id=self.next_id)
+                rows[self.next_id] = moved
+                self.moved.add(self.next_id)  # not moved again while its insert is unread
+                made.append((table, {"op": "d", "key": {"id": key}}))
+                made.append((table, {"op": "c", "key": {"id": self.next_id}, "same_txn": True,
+                                     "after": {k: v for k, v in moved.items() if k != "note"},
+                                     "unchanged": ["note"]}))
+                self.next_id += 1
+                continue
             if op == "d":
                 del rows[key]
                 made.append((table, {"op": "d", "key": {"id": key}}))
@@ -89,10 +105,14 @@ class Shop:
     def sink_events(self, made: list[tuple[str, dict[str, Any]]]) -> list[SinkEvent]:
         events = []
         for table, event in made:
-            self.version += 1
+            seq = 0
+            if event.pop("same_txn", False):
+                seq = 1  # the next position of the same transaction
+            else:
+                self.version += 1
             event["source"] = {"schema": "public", "table": table}
             message = Message(f"app.public.{table}", 0, self.version, 0, b"", b"",
-                              Position(self.version, 0), False)
+                              Position(self.version, seq), False)
             events.append(SinkEvent(message, event, self.version))
         return events
 
