@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover chaos clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins chaos clean
 
 setup:
 	@bash compose/setup.sh
@@ -87,6 +87,11 @@ bench-reconcile: setup
 # 2,000 tables x 3 partitions under ulimit -n 1024 (BENCH_TABLES, BENCH_SCALE scale it)
 bench-tables: setup
 	$(BIN)/python -m bench.tables
+
+# joined views (orders + customer + items + product) through cdc run vs SQL + helpers.bulk
+# (BENCH_JOINS_SCALE scales 100 k customers, 1 M orders, 3 M items)
+bench-joins: setup
+	$(BIN)/python -m bench.joins
 
 bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-rebuild bench-snapshot bench-tables
 

@@ -38,12 +38,13 @@ def inner_config(config: Any) -> Any:
 
 
 def joined_sink(factory: Callable[[Any, SinkContext], Sink], config: Any,
-                context: SinkContext) -> JoinedSink:
-    """The sink ``factory`` builds for ``config``, behind its joined views."""
+                context: SinkContext, batch_size: int) -> JoinedSink:
+    """The sink ``factory`` builds for ``config``, behind its joined views
+    (``batch_size``: the connector's)."""
     joins: tuple[JoinedView, ...] = config.joins
     store = JoinStore(store_path(config, context.connector), store_indexes(joins))
     inner = factory(inner_config(config), context)
     plain = {view.table for view in config.views}
     return JoinedSink(inner, JoinStage(joins, store),
                       lambda schema, table: table_topic(context.topic_prefix, schema, table),
-                      plain)
+                      plain, batch_size)

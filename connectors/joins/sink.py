@@ -26,13 +26,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 
 from cdc.errors import TerminalError
 from cdc.log import Consumer, Message, Position, TopicPartition
 from connectors.contract import Rejection, Sink, SinkEvent, WriteResult
+from derived import JoinedView
 
 from .stage import JoinStage
 from .store import JoinStore, Table
@@ -41,14 +41,29 @@ log = logging.getLogger(__name__)
 
 StartOffset = Callable[[TopicPartition], int]
 
+DEFER_RECORDS = 50_000  # pending records written at the latest once this many are marked
+DEFER_SECONDS = 2.0  # … or once they waited this long
+RECORDS_PER_WRITE = 2_000
+
+
+class SplitJoinError(TerminalError):
+    """Another member of the group reads some partitions of a joined view's topic."""
+
+    def __init__(self, topic: str, held: list[int], count: int) -> None:
+        super().__init__(
+            f"joined views need every partition of {topic} in one consumer, but this one "
+            f"holds {held} of its {count}: another process runs the same connector; run a "
+            "connector with joins in one process")
+
 
 class JoinedSink:
     """Joined views in front of ``inner`` (see the module docstring)."""
 
     def __init__(self, inner: Sink, stage: JoinStage, topic_of: Callable[[str, str], str],
-                 plain_tables: set[Table]) -> None:
+                 plain_tables: set[Table], batch_size: int) -> None:
         """``topic_of(schema, table)``: the root tables' topics (the records' messages);
-        ``plain_tables``: tables whose events also go to ``inner`` as they are."""
+        ``plain_tables``: tables whose events also go to ``inner`` as they are;
+        ``batch_size``: the connector's (a smaller batch means it has caught up)."""
         self.inner = inner
         self.stage = stage
         self._topic_of = topic_of
@@ -57,6 +72,12 @@ class JoinedSink:
         self._next: dict[TopicPartition, int] = {}
         self.resume: dict[TopicPartition, int] = {}
         self._admitted: set[TopicPartition] = set()
+        self._whole: set[str] = set()  # topics whose every partition this member reads
+        self._batch_size = batch_size
+        self._marked = 0  # records marked pending since the last written (an estimate)
+        self._deferred_since: float | None = None
+        self._flushes_pending = False
+        self._at_least = 0
 
     @property
     def store(self) -> JoinStore:
@@ -67,15 +88,25 @@ class JoinedSink:
         self.inner.open()
         self._next = self.store.next_offsets()
         self.resume = dict(self._next)
-        if self.store.pending():
-            records = self._records(0)
-            self._write_records(records)
+        if self.store.has_pending():
+            self._marked = 1
+            self._flushes_pending = True
+            self._write_pending()
             self.flush()
 
     def admit(self, messages: Sequence[Message], consumer: Consumer,
-              start_offset: StartOffset) -> list[Message]:
+              start_offset: StartOffset, partitions: Callable[[str], int]) -> list[Message]:
         """``messages`` without those of a partition read past where the store stops (a
-        group's offset ahead of a new store): that partition is sent back there."""
+        group's offset ahead of a new store): that partition is sent back there.
+
+        The store must see every partition of its topics: a member of the group that
+        holds only some of them (another process runs the same connector) stops with
+        ``SplitJoinError`` rather than build records from part of the rows."""
+        for topic in {message.topic for message in messages} - self._whole:
+            held = {tp.partition for tp in consumer.assignment() if tp.topic == topic}
+            if len(held) < partitions(topic):
+                raise SplitJoinError(topic, sorted(held), partitions(topic))
+            self._whole.add(topic)
         firsts: dict[TopicPartition, int] = {}
         for message in messages:
             where = TopicPartition(message.topic, message.partition)
@@ -98,8 +129,8 @@ class JoinedSink:
         return [m for m in messages if TopicPartition(m.topic, m.partition) not in refused]
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
-        """Apply the batch's new events to the store, then write the touched records
-        and the other events."""
+        """Apply the batch's new events to the store, then write the other events and,
+        unless they are deferred (``_due``), the touched records."""
         rejected: list[Rejection] = []
         passed: list[SinkEvent] = []
         applied: list[tuple[SinkEvent, Table]] = []
@@ -116,28 +147,62 @@ class JoinedSink:
                 continue  # applied before (read again after a restart or a retry)
             offsets[where] = max(offsets.get(where, 0), message.offset + 1)
             applied.append((item, table))
-        at_least = max((item.version for item, _ in applied), default=0)
+        self._at_least = max((item.version for item, _ in applied), default=self._at_least)
         with self.store.transaction():
             for item, table in applied:
                 try:
-                    self.stage.apply(item, table)
+                    self._marked += self.stage.apply(item, table)
                 except ValueError as exc:
                     rejected.append(Rejection(item, f"joined views: {exc}"))
             self.store.set_offsets(offsets)
             if applied:
                 self.store.forget_old_deletes()
-            records = self._records(at_least)
         self._next.update(offsets)
         result = self.inner.write(passed) if passed else WriteResult()
         rejected.extend(result.rejected)
-        rejected.extend(self._write_records(records))
+        loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
+        self._flushes_pending = self._due(len(batch), loading)
+        if self._flushes_pending:
+            rejected.extend(self._write_pending())
         return WriteResult(rejected)
 
+    def write_deferred(self) -> list[Rejection]:
+        """Write and flush the records deferred while catching up, if any (the runtime
+        calls this when the connector is idle, nothing in flight); the refused ones."""
+        if self._marked == 0:
+            return []
+        self._flushes_pending = True
+        rejected = self._write_pending()
+        self.flush()
+        return rejected
+
+    def _due(self, batch_size: int, loading: bool) -> bool:
+        """Whether the pending records are written now: when the batch was not full (the
+        connector has caught up), or enough are pending, or they waited long enough —
+        except while a full batch holds only snapshot reads (``loading``: an initial
+        load, written once it is read). While a connector catches up, a record touched
+        by many events (an order and its items) is so built once, not once per batch."""
+        now = time.monotonic()
+        if self._marked == 0:
+            return False
+        if loading and batch_size >= self._batch_size:
+            self._deferred_since = self._deferred_since or now
+            return False
+        if (batch_size < self._batch_size or self._marked >= DEFER_RECORDS
+                or now - (self._deferred_since or now) >= DEFER_SECONDS):
+            self._deferred_since = None
+            return True
+        self._deferred_since = self._deferred_since or now
+        return False
+
     def flush(self) -> None:
-        """Flush the inner sink; then nothing is pending."""
+        """Flush the inner sink; then what was written is no longer pending."""
         self.inner.flush()
-        with self.store.transaction():
-            self.store.clear_pending()
+        if self._flushes_pending:
+            with self.store.transaction():
+                self.store.clear_pending()
+            self._marked = 0
+            self._flushes_pending = False
 
     def close(self) -> None:
         """Close the inner sink and the store."""
@@ -146,33 +211,32 @@ class JoinedSink:
         finally:
             self.store.close()
 
-    def _records(self, at_least: int) -> list[SinkEvent]:
-        """Every pending record as an event of its root table, versioned (inside the
-        store transaction)."""
-        built: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = []
+    def _write_pending(self) -> list[Rejection]:
+        """Build and write every pending record, ``RECORDS_PER_WRITE`` at a time, each
+        chunk's versions handed out (durably) before it is sent."""
         views = {view.target: view for view in self.stage.views}
-        for target, keys in self.store.pending().items():
-            view = views.get(target)
-            if view is None:
-                continue  # a view removed from the config since
-            for stored_key in keys:
-                root_key, record = self.stage.record(view, stored_key)
-                schema, table = view.table
-                built.append((self._topic_of(schema, table), {"schema": schema,
-                              "table": table}, root_key, record))
-        if not built:
-            return []
-        first = self.store.versions(len(built), at_least)
-        now = int(time.time() * 1000)
-        events = []
-        for number, (topic, source, key, record) in enumerate(built):
-            version = first + number
-            event = {"op": "d" if record is None else "u", "key": key, "before": None,
-                     "after": record, "source": source}
-            message = Message(topic, 0, -1, now, orjson.dumps(key), orjson.dumps(event),
-                              Position(version >> 10, version & 1023), record is None)
-            events.append(SinkEvent(message, event, version))
-        return events
+        rejected: list[Rejection] = []
+        for page in self.store.pending_pages(RECORDS_PER_WRITE):
+            # a view removed from the config since: its records are dropped
+            chunk = [(views[target], key) for target, key in page if target in views]
+            with self.store.transaction():
+                first = self.store.versions(len(chunk), self._at_least)
+            now = int(time.time() * 1000)
+            records = [self._record(view, key, first + number, now)
+                       for number, (view, key) in enumerate(chunk)]
+            rejected.extend(self._write_records(records))
+        return rejected
+
+    def _record(self, view: JoinedView, key: bytes, version: int, now: int) -> SinkEvent:
+        """The current record of ``key`` as an event of the root table."""
+        root_key, record = self.stage.record(view, key)
+        schema, table = view.table
+        event = {"op": "d" if record is None else "u", "key": root_key, "before": None,
+                 "after": record, "source": {"schema": schema, "table": table}}
+        message = Message(self._topic_of(schema, table), 0, -1, now, orjson.dumps(root_key),
+                          orjson.dumps(event), Position(version >> 10, version & 1023),
+                          record is None)
+        return SinkEvent(message, event, version)
 
     def _write_records(self, records: list[SinkEvent]) -> list[Rejection]:
         """Write ``records``; one by one when the sink refuses them together."""

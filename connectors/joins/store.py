@@ -73,7 +73,13 @@ def table_id(table: Table) -> str:
 
 def key_bytes(key: dict[str, Any]) -> bytes:
     """The stored form of a row's key (its JSON, columns in the event's order)."""
-    return orjson.dumps(key)
+    return _compact(orjson.dumps(key))
+
+
+def _compact(made: bytes) -> bytes:
+    """``made`` (from orjson, whose bytes keep a buffer of about 1 KiB however short the
+    JSON) copied to a bytes object of its own length, to be kept in a cache."""
+    return made.decode().encode()
 
 
 class JoinStore:
@@ -211,7 +217,7 @@ class JoinStore:
     def matching_keys(self, table: Table, columns: tuple[str, ...],
                       values: tuple[Any, ...]) -> list[bytes]:
         """The keys of the rows ``matching`` would return."""
-        where = (table_id(table), ",".join(columns), orjson.dumps(list(values)))
+        where = (table_id(table), ",".join(columns), _compact(orjson.dumps(list(values))))
         keys = self._keys.get(where)
         if keys is None:
             keys = [key for (key,) in self._db.execute(
@@ -230,6 +236,22 @@ class JoinStore:
         for target, key in self._db.execute("SELECT target, key FROM pending"):
             found.setdefault(target, []).append(key)
         return found
+
+    def has_pending(self) -> bool:
+        """True when some record is waiting to be written."""
+        return self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is not None
+
+    def pending_pages(self, size: int) -> Iterator[list[tuple[str, bytes]]]:
+        """The ``(target, key)`` to write, ``size`` at a time, in order."""
+        after: tuple[str, bytes] = ("", b"")
+        while True:
+            page = self._db.execute("SELECT target, key FROM pending WHERE (target, key) > "
+                                    "(?, ?) ORDER BY target, key LIMIT ?",
+                                    (*after, size)).fetchall()
+            if not page:
+                return
+            yield page
+            after = page[-1]
 
     def clear_pending(self) -> None:
         """Everything pending was written and flushed."""

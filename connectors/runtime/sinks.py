@@ -24,7 +24,7 @@ def build_sink(connector: ConnectorConfig, context: SinkContext) -> Sink:
                                    "can be validated, but no sink is implemented yet)")
     joins = getattr(connector.config, "joins", ())  # the OpenSearch and Redis sinks'
     try:
-        sink = (joined_sink(spec.factory, connector.config, context) if joins
+        sink = (joined_sink(spec.factory, connector.config, context, connector.batch_size) if joins
                 else spec.factory(connector.config, context))
     except ImportError as exc:
         extra = missing_extra(exc)

@@ -149,7 +149,8 @@ class ConnectorWorker:
                     # finished (dead letters, commit) soon after its write returns
                     messages = collector.collect(0.0 if in_flight else IDLE_POLL_S)
                     if messages and isinstance(sink, JoinedSink):
-                        messages = sink.admit(messages, consumer, self._start_offset)
+                        messages = sink.admit(messages, consumer, self._start_offset,
+                                              self._partition_count)
                     self._count_dropped(consumer)
                     if messages:
                         in_flight.append(self.send(self.prepare(messages, sink), delivery,
@@ -158,6 +159,8 @@ class ConnectorWorker:
                                          or in_flight[0].done()):
                         # popped first: a failure to finish it must not finish it again
                         self.finish(in_flight.popleft(), consumer)
+                    if not messages and not in_flight and isinstance(sink, JoinedSink):
+                        self._write_deferred(sink)
                 while in_flight:  # stopping: the batches in hand, finished as any other
                     self.finish(in_flight.popleft(), consumer)
             except BaseException:
@@ -167,6 +170,22 @@ class ConnectorWorker:
                     if batch.delivered is not None:
                         batch.delivered.cancel()
                 raise
+
+    def _write_deferred(self, sink: JoinedSink) -> None:
+        """Idle: write the records joined views deferred while catching up; dead-letter
+        the ones refused."""
+        setup = self._setup
+        refused = setup.retrier.call("write of deferred joined records", sink.write_deferred)
+        if refused:
+            letters = [DeadLetter(r.event.message, r.reason, "Rejection") for r in refused]
+            setup.retrier.call("dead-letter append", lambda: setup.dead_letters.write(letters))
+            setup.metrics.dead_letters.inc(len(letters))
+            for letter in letters:
+                self._log_dead_letter(letter)
+
+    def _partition_count(self, topic: str) -> int:
+        """How many partitions ``topic`` has."""
+        return len(self._setup.log.admin().partitions(topic))
 
     def _start_offset(self, where: TopicPartition) -> int:
         """The first offset ``where`` still holds."""

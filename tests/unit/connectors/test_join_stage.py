@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
 
-from cdc.log import Message, Position, TopicPartition
-from connectors.contract import SinkEvent
-from connectors.joins import JoinStage, JoinStore
+from cdc.log import Consumer, Message, Position, TopicPartition
+from connectors.contract import Sink, SinkEvent
+from connectors.joins import JoinedSink, JoinStage, JoinStore
+from connectors.joins.sink import SplitJoinError
 from connectors.joins.stage import store_indexes
 from derived import JoinedView, RowsInMemory, build_record
 
@@ -202,3 +203,47 @@ def test_a_rolled_back_batch_leaves_nothing(tmp_path: Path) -> None:
     assert store.pending() == {}
     assert store.rows_before(("public", "orders"), Position(2**62, 0)) == []
     store.close()
+
+
+class _Consumer:
+    """The part of a consumer ``JoinedSink.admit`` uses."""
+
+    def __init__(self, held: set[TopicPartition]) -> None:
+        self.held = held
+        self.seeks: list[tuple[TopicPartition, int]] = []
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.held
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self.seeks.append((partition, offset))
+
+
+def _joined_sink(tmp_path: Path) -> JoinedSink:
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    return JoinedSink(cast(Sink, None), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=500)
+
+
+def _message(topic: str, partition: int, offset: int) -> Message:
+    return Message(topic, partition, offset, 0, b"", b"{}", Position(offset, 0), False)
+
+
+def test_a_new_store_reads_a_partition_from_its_start(tmp_path: Path) -> None:
+    sink = _joined_sink(tmp_path)
+    parts = {TopicPartition("app.public.orders", 0), TopicPartition("app.public.orders", 1)}
+    consumer = _Consumer(parts)
+    batch = [_message("app.public.orders", 0, 40), _message("app.public.orders", 1, 3)]
+    admitted = sink.admit(batch, cast(Consumer, consumer), lambda where: 3, lambda topic: 2)
+    assert admitted == [batch[1]]  # partition 0 was read from 40: sent back to 3
+    assert consumer.seeks == [(TopicPartition("app.public.orders", 0), 3)]
+    sink.store.close()
+
+
+def test_a_member_holding_part_of_a_topic_stops(tmp_path: Path) -> None:
+    sink = _joined_sink(tmp_path)
+    consumer = _Consumer({TopicPartition("app.public.orders", 1)})
+    with pytest.raises(SplitJoinError, match=r"holds \[1\] of its 3"):
+        sink.admit([_message("app.public.orders", 1, 0)], cast(Consumer, consumer),
+                   lambda where: 0, lambda topic: 3)
+    sink.store.close()
