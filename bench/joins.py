@@ -53,6 +53,7 @@ import psycopg
 from opensearchpy import OpenSearch, helpers
 from psycopg import sql
 
+from bench.sinks import index_body
 from cdc.log.file import FileLog
 from compose.launcher import services
 
@@ -352,17 +353,6 @@ def count(search: OpenSearch, index: str, query: dict[str, Any] | None = None) -
 
 
 # --- the reference -----------------------------------------------------------------
-
-def index_body(client: OpenSearch, like: str) -> dict[str, Any]:
-    """Settings and mapping of an index made like ``like``'s (as bench.sinks)."""
-    concrete = next(iter(client.indices.get(index=like)))
-    settings = client.indices.get_settings(index=concrete)[concrete]["settings"]["index"]
-    mapping = client.indices.get_mapping(index=concrete)[concrete]["mappings"]
-    kept = {name: settings[name] for name in ("number_of_shards", "number_of_replicas",
-                                              "refresh_interval", "gc_deletes")
-            if name in settings}
-    return {"settings": kept, "mappings": mapping}
-
 
 def reference_load(dsn: str, search: OpenSearch, index: str) -> float:
     """Seconds to read the documents by SQL (a server-side cursor) and ``helpers.bulk``

@@ -33,7 +33,7 @@ from .apply import (
 )
 from .evaluate import compile_expression
 from .join_build import JoinRows, RowsInMemory, build_record, join_values, sort_value
-from .joins import JoinedTable, JoinedView, JoinLevel, join_problems
+from .joins import JoinedTable, JoinedView, JoinLevel, JoinSettings, join_problems
 from .keys import encode_key, key_text
 from .syntax import ExpressionError, columns_of, parse_expression
 from .toast import Completed, Filled, complete_record, fill_unchanged
@@ -46,6 +46,7 @@ __all__ = [
     "Filled",
     "JoinLevel",
     "JoinRows",
+    "JoinSettings",
     "JoinedTable",
     "JoinedView",
     "Record",

@@ -19,6 +19,7 @@ the streaming connectors, the Spark rebuild and ``cdc reconcile`` all use it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -26,23 +27,15 @@ from pydantic import Field, PrivateAttr, model_validator
 from cdc.config import ConfigModel, Loc, raise_field_problems
 from cdc.config.fields import TableName
 
-from .view import ExpressionText, FieldName, KeyTemplate, TargetName, ViewDefinition
+from .view import FieldName, KeyTemplate, RowShape, TargetName, ViewDefinition
 
 
-class JoinLevel(ConfigModel):
-    """What one level of a joined record holds: its own columns and its joined tables."""
+class JoinLevel(RowShape):
+    """What one level of a joined record holds: its own columns (computed fields read
+    this level's row) and its joined tables. A nested row that fails ``filter`` is left
+    out of its list; a lookup row that fails it counts as missing."""
 
     source: TableName = Field(description="the table of this level, 'schema.table'")
-    fields: tuple[FieldName, ...] | None = Field(
-        default=None, description="the columns to copy; null: every column")
-    exclude: tuple[FieldName, ...] = Field(default=(), description="columns not to copy")
-    rename: dict[FieldName, FieldName] = Field(default_factory=dict,
-                                               description="column → field name")
-    computed: dict[FieldName, ExpressionText] = Field(
-        default_factory=dict, description="field → expression over this level's row")
-    filter: ExpressionText | None = Field(
-        default=None, description="keep rows where this is true; a nested row that fails "
-        "it is left out of its list, a lookup row that fails it counts as missing")
     lookups: tuple[JoinedTable, ...] = Field(
         default=(), description="many-to-one: one row of another table as an object")
     nested: tuple[JoinedTable, ...] = Field(
@@ -154,6 +147,17 @@ class JoinedView(JoinLevel):
 JoinLevel.model_rebuild()
 JoinedTable.model_rebuild()
 JoinedView.model_rebuild()
+
+
+class JoinSettings(ConfigModel):
+    """The joined views of a sink (OpenSearch, Redis) and where their state is kept."""
+
+    joins: tuple[JoinedView, ...] = Field(
+        default=(), description="joined views: one record per row of a root table holding "
+        "rows of other tables (lookups, nested lists), kept exact from an on-disk state store")
+    join_state_dir: Path = Field(
+        default=Path(".distributary/joins"), description="where joined views keep their "
+        "state (one SQLite file per connector); keep it on a local disk that survives restarts")
 
 
 def join_problems(views: tuple[ViewDefinition, ...], joins: tuple[JoinedView, ...]

@@ -41,7 +41,22 @@ TargetName = Annotated[str, AfterValidator(_target)]
 KeyTemplate = Annotated[str, template_validator(KEY_PLACEHOLDERS, "product:{key.id}")]
 
 
-class ViewDefinition(ConfigModel):
+class RowShape(ConfigModel):
+    """What a record takes from one row: columns selected (``fields`` or ``exclude``) and
+    renamed, computed fields, and which rows have a record at all (``filter``)."""
+
+    fields: tuple[FieldName, ...] | None = Field(
+        default=None, description="the columns to copy; null: every column")
+    exclude: tuple[FieldName, ...] = Field(default=(), description="columns not to copy")
+    rename: dict[FieldName, FieldName] = Field(default_factory=dict,
+                                               description="column → field name")
+    computed: dict[FieldName, ExpressionText] = Field(
+        default_factory=dict, description="field → expression, like \"concat(first, ' ', last)\"")
+    filter: ExpressionText | None = Field(
+        default=None, description="keep rows where this is true, like \"status <> 'draft'\"")
+
+
+class ViewDefinition(RowShape):
     """One derived record per row of ``source``: selected, renamed and computed fields.
 
     Selection (``fields`` or ``exclude``) and ``rename`` copy columns verbatim; each of
@@ -53,15 +68,6 @@ class ViewDefinition(ConfigModel):
     source: TableName = Field(description="the source table, 'schema.table'")
     target: TargetName = Field(description="the derived dataset: the index (alias) it feeds, "
                                "the dataset a Spark rebuild writes")
-    fields: tuple[FieldName, ...] | None = Field(
-        default=None, description="the columns to copy; null: every column")
-    exclude: tuple[FieldName, ...] = Field(default=(), description="columns not to copy")
-    rename: dict[FieldName, FieldName] = Field(default_factory=dict,
-                                               description="column → field name")
-    computed: dict[FieldName, ExpressionText] = Field(
-        default_factory=dict, description="field → expression, like \"concat(first, ' ', last)\"")
-    filter: ExpressionText | None = Field(
-        default=None, description="keep rows where this is true, like \"status <> 'draft'\"")
     key_template: KeyTemplate | None = Field(
         default=None, description="Redis key of a record, overriding the sink's key_template")
 

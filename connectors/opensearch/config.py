@@ -11,7 +11,6 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 from pydantic import AfterValidator, Field, SecretStr, model_validator
 
 from cdc.config import (
-    ConfigModel,
     DataSize,
     Duration,
     HttpUrl,
@@ -20,7 +19,7 @@ from cdc.config import (
     raise_field_problems,
     template_validator,
 )
-from derived import JoinedView, ViewDefinition, join_problems
+from derived import JoinSettings, ViewDefinition, join_problems
 
 INDEX_PLACEHOLDERS = ("prefix", "topic", "schema", "table")
 _FORBIDDEN_IN_INDEX = set('\\/*?"<>| ,#:')
@@ -40,7 +39,7 @@ IndexTemplate = Annotated[str, template_validator(INDEX_PLACEHOLDERS, "{schema}_
                           AfterValidator(_index_name)]
 
 
-class OpenSearchSinkConfig(ConfigModel):
+class OpenSearchSinkConfig(JoinSettings):
     """One document per row: id = the row's key, version = its source position."""
 
     hosts: Annotated[tuple[HttpUrl, ...], Field(min_length=1)] = Field(
@@ -70,13 +69,6 @@ class OpenSearchSinkConfig(ConfigModel):
     views: tuple[ViewDefinition, ...] = Field(
         default=(), description="derived views; a view's target is the alias its table's "
         "documents go to; tables without a view are indexed as they are")
-
-    joins: tuple[JoinedView, ...] = Field(
-        default=(), description="joined views: one record per row of a root table holding "
-        "rows of other tables (lookups, nested lists), kept exact from an on-disk state store")
-    join_state_dir: Path = Field(
-        default=Path(".distributary/joins"), description="where joined views keep their "
-        "state (one SQLite file per connector); keep it on a local disk that survives restarts")
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenSearchSinkConfig:

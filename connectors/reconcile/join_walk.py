@@ -36,7 +36,7 @@ from .compare import Difference, Kind, Record, compare_chunk, compare_row, descr
 from .join_source import JoinedRead, JoinedRow
 from .matching import Collected
 from .target import Target
-from .walk import RECHECKS, CatchUp, TableFindings, TargetFindings
+from .walk import CatchUp, TableFindings, TargetFindings, recheck
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class JoinWalk:
                 for found in findings.targets:
                     self._compare(found, read)
             for found in findings.targets:
-                self._recheck(found, findings)
+                recheck(found, findings, self._check_again, "joined records")
             for found, listed in zip(findings.targets, listings, strict=True):
                 self._extras(found, listed, walk_start)
         finally:
@@ -110,26 +110,6 @@ class JoinWalk:
         found.differences += differences
         for difference in differences:
             found.keys[difference.sink_id] = keys[difference.sink_id]
-
-    def _recheck(self, found: TargetFindings, findings: TableFindings) -> None:
-        """Check each difference again from a fresh snapshot until it is settled."""
-        pending = {d.sink_id: d for d in found.differences}
-        confirmed: list[Difference] = []
-        for _ in range(RECHECKS):
-            if not pending:
-                break
-            still: dict[str, Difference] = {}
-            for difference in self._check_again(found, sorted(pending)):
-                if difference.settled:
-                    confirmed.append(difference)
-                else:
-                    still[difference.sink_id] = difference
-            pending = still
-        if pending:
-            log.info("%s: %d joined records changed under every recheck; not reported",
-                     found.target.label, len(pending))
-            findings.unsettled += len(pending)
-        found.differences = sorted(confirmed, key=lambda d: d.sink_id)
 
     def _check_again(self, found: TargetFindings, ids: list[str]) -> list[Difference]:
         target = _join_target(found)

@@ -240,23 +240,7 @@ class TableWalk:
     def _recheck(self, findings: TableFindings) -> None:
         """Check every difference again (see the module docstring)."""
         for found in findings.targets:
-            pending = {d.sink_id: d for d in found.differences}
-            confirmed: list[Difference] = []
-            for _ in range(RECHECKS):
-                if not pending:
-                    break
-                still: dict[str, Difference] = {}
-                for difference in self._check_again(found, sorted(pending)):
-                    if difference.settled:
-                        confirmed.append(difference)
-                    else:
-                        still[difference.sink_id] = difference
-                pending = still
-            if pending:
-                log.info("%s: %d keys changed under every recheck; not reported",
-                         found.target.label, len(pending))
-                findings.unsettled += len(pending)
-            found.differences = sorted(confirmed, key=lambda d: d.sink_id)
+            recheck(found, findings, self._check_again, "keys")
 
     def _check_again(self, found: TargetFindings, ids: list[str]) -> list[Difference]:
         """``ids`` compared again: their rows read, a catch-up, the sink read, the rows
@@ -313,6 +297,31 @@ class TableWalk:
             ahead = rows / self.rate - (time.monotonic() - self._started)
             if ahead > 0:
                 time.sleep(ahead)
+
+
+def recheck(found: TargetFindings, findings: TableFindings,
+            check_again: Callable[[TargetFindings, list[str]], list[Difference]],
+            what: str) -> None:
+    """Check ``found``'s differences again (``check_again``: from a fresh read) up to
+    ``RECHECKS`` times; keep those settled, count the ones that never settle (``what``
+    changed under every recheck) as unsettled."""
+    pending = {d.sink_id: d for d in found.differences}
+    confirmed: list[Difference] = []
+    for _ in range(RECHECKS):
+        if not pending:
+            break
+        still: dict[str, Difference] = {}
+        for difference in check_again(found, sorted(pending)):
+            if difference.settled:
+                confirmed.append(difference)
+            else:
+                still[difference.sink_id] = difference
+        pending = still
+    if pending:
+        log.info("%s: %d %s changed under every recheck; not reported", found.target.label,
+                 len(pending), what)
+        findings.unsettled += len(pending)
+    found.differences = sorted(confirmed, key=lambda d: d.sink_id)
 
 
 def _results(futures: Iterable[Future[None]]) -> None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
 
 from cdc.config import (
-    ConfigModel,
     DataSize,
     Duration,
     Loc,
@@ -19,7 +17,7 @@ from cdc.config import (
     template_validator,
     url_validator,
 )
-from derived import JoinedView, ViewDefinition, join_problems
+from derived import JoinSettings, ViewDefinition, join_problems
 
 KEY_PLACEHOLDERS = ("prefix", "topic", "schema", "table", "key")
 
@@ -27,7 +25,7 @@ RedisUrl = Annotated[str, url_validator(("redis", "rediss", "unix"))]
 KeyTemplate = Annotated[str, template_validator(KEY_PLACEHOLDERS, "{table}:{key.id}")]
 
 
-class RedisSinkConfig(ConfigModel):
+class RedisSinkConfig(JoinSettings):
     """One Redis key per row, written with a compare-and-set on the row's version."""
 
     url: RedisUrl | None = Field(
@@ -59,13 +57,6 @@ class RedisSinkConfig(ConfigModel):
     views: tuple[ViewDefinition, ...] = Field(
         default=(), description="derived views; a view's key_template overrides key_template; "
         "tables without a view are written as they are")
-
-    joins: tuple[JoinedView, ...] = Field(
-        default=(), description="joined views: one record per row of a root table holding "
-        "rows of other tables (lookups, nested lists), kept exact from an on-disk state store")
-    join_state_dir: Path = Field(
-        default=Path(".distributary/joins"), description="where joined views keep their "
-        "state (one SQLite file per connector); keep it on a local disk that survives restarts")
 
     @model_validator(mode="after")
     def _consistent(self) -> RedisSinkConfig:
