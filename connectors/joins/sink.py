@@ -10,10 +10,13 @@ target. Other events go to the inner sink as they are.
 The store is ahead of the target, never behind, so a record never goes back:
 
 1. ``write`` applies the batch's new events (offset at or past the store's) and marks
-   the records they touch pending, then builds every pending record and hands out its
-   version (above every earlier one, across restarts, and at least the event's own
-   ``version_of``), all in one durable store transaction; then the inner sink writes them.
-2. ``flush`` flushes the inner sink, then clears what is pending.
+   the records they touch pending, with the offsets, in one durable store transaction;
+   then, unless they are deferred while the connector catches up (``_due``), it builds
+   the pending records a page at a time, each page's versions handed out durably first
+   (above every earlier one, across restarts, and at least the events' own
+   ``version_of``), and the inner sink writes them.
+2. ``flush`` flushes the inner sink, then clears what was written from the pending.
+   An idle connector writes what was deferred (``write_deferred``).
 
 After a crash the store holds exactly the events before its offsets: earlier ones read
 again are skipped, and pending records are written again when the sink opens. A new
