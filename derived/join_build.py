@@ -175,16 +175,5 @@ class RowsInMemory:
         return index.get(values, ())
 
 
-def build_records(view: JoinLevel, roots: Sequence[Keyed], rows: JoinRows
-                  ) -> list[tuple[Row, Record]]:
-    """``(key, record)`` of every root row that has a record."""
-    built = []
-    for key, row in roots:
-        record = build_record(view, row, rows)
-        if record is not None:
-            built.append((key, record))
-    return built
-
-
-__all__ = ["JoinRows", "Keyed", "RowsInMemory", "build_record", "build_records",
+__all__ = ["JoinRows", "Keyed", "RowsInMemory", "build_record",
            "join_values", "sort_value"]

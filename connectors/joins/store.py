@@ -38,9 +38,9 @@ from typing import Any
 import orjson
 
 from cdc.log import NO_POSITION, Position, TopicPartition
+from derived.join_build import Keyed
 
 Table = tuple[str, str]
-Keyed = tuple[dict[str, Any], dict[str, Any]]
 
 CACHE_KIB = 64 * 1024
 CACHED = 50_000  # rows, and key lists of join values, kept decoded in memory

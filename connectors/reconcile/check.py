@@ -16,7 +16,7 @@ from cdc.errors import DistributaryError
 from cdc.observability.reconcile_metrics import KINDS, summary_line
 
 from .plan import plan_joins, plan_tables
-from .run import reconcile_join, reconcile_table
+from .run import TableOutcome, reconcile_join, reconcile_table
 
 Report = Callable[[str], None]
 
@@ -53,24 +53,23 @@ def reconcile_pipeline(config: PipelineConfig, *, connectors: Sequence[str] = ()
     joins = plan_joins(config, connectors, tables)
     summary = Summary(tables=len(plans) + len(joins))
     for plan in plans:
-        outcome = reconcile_table(config, plan, repair=repair, rate=rate, chunk=chunk,
-                                  timeout=timeout)
-        summary.rows += outcome.findings.rows
-        for target, difference in outcome.findings.differences:
-            report(difference.line(f"{plan.table} {target.label}"))
-            summary.counts[difference.kind.value] += 1
-        for line in outcome.repairs:
-            report(f"repair: {line}")
+        _add(summary, reconcile_table(config, plan, repair=repair, rate=rate, chunk=chunk,
+                                      timeout=timeout), plan.table, report)
     for join in joins:  # a joined view counts as a table, its root rows as its rows
-        outcome = reconcile_join(config, join, repair=repair, timeout=timeout, rate=rate,
-                                 chunk=chunk)
-        summary.rows += outcome.findings.rows
-        for target, difference in outcome.findings.differences:
-            report(difference.line(f"{join.table} {target.label}"))
-            summary.counts[difference.kind.value] += 1
-        for line in outcome.repairs:
-            report(f"repair: {line}")
+        _add(summary, reconcile_join(config, join, repair=repair, timeout=timeout, rate=rate,
+                                     chunk=chunk), join.table, report)
     return summary
+
+
+def _add(summary: Summary, outcome: TableOutcome, table: str, report: Report) -> None:
+    """Count ``outcome`` of ``table`` into ``summary``, reporting each difference and
+    repair."""
+    summary.rows += outcome.findings.rows
+    for target, difference in outcome.findings.differences:
+        report(difference.line(f"{table} {target.label}"))
+        summary.counts[difference.kind.value] += 1
+    for line in outcome.repairs:
+        report(f"repair: {line}")
 
 
 def describe_failure(error: Exception) -> str:
