@@ -29,6 +29,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from itertools import groupby
+from operator import itemgetter
 
 import orjson
 
@@ -81,6 +84,7 @@ class JoinedSink:
         self._deferred_since: float | None = None
         self._flushes_pending = False
         self._at_least = 0
+        self._writes: ThreadPoolExecutor | None = None  # writes a page while the next is built
 
     @property
     def store(self) -> JoinStore:
@@ -152,6 +156,7 @@ class JoinedSink:
             applied.append((item, table))
         self._at_least = max((item.version for item, _ in applied), default=self._at_least)
         with self.store.transaction():
+            self.stage.preload(applied)
             for item, table in applied:
                 try:
                     self._marked += self.stage.apply(item, table)
@@ -210,36 +215,60 @@ class JoinedSink:
     def close(self) -> None:
         """Close the inner sink and the store."""
         try:
+            if self._writes is not None:
+                self._writes.shutdown()
             self.inner.close()
         finally:
             self.store.close()
 
     def _write_pending(self) -> list[Rejection]:
         """Build and write every pending record, ``RECORDS_PER_WRITE`` at a time, each
-        chunk's versions handed out (durably) before it is sent."""
+        page's versions handed out (durably) before it is built; a page is built while
+        the one before it is written."""
         views = {view.target: view for view in self.stage.views}
         rejected: list[Rejection] = []
-        for page in self.store.pending_pages(RECORDS_PER_WRITE):
-            # a view removed from the config since: its records are dropped
-            chunk = [(views[target], key) for target, key in page if target in views]
-            with self.store.transaction():
-                first = self.store.versions(len(chunk), self._at_least)
-            now = int(time.time() * 1000)
-            records = [self._record(view, key, first + number, now)
-                       for number, (view, key) in enumerate(chunk)]
-            rejected.extend(self._write_records(records))
+        writing: Future[list[Rejection]] | None = None
+        try:
+            for page in self.store.pending_pages(RECORDS_PER_WRITE):
+                # a view removed from the config since: its records are dropped
+                chunk = [(target, key) for target, key in page if target in views]
+                with self.store.transaction(durable=True):
+                    first = self.store.versions(len(chunk), self._at_least)
+                records = self._records(views, chunk, first)
+                if writing is not None:
+                    rejected.extend(writing.result())
+                writing = self._writer().submit(self._write_records, records)
+            if writing is not None:
+                rejected.extend(writing.result())
+        finally:  # also on a failure: the inner sink is never written by two threads
+            if writing is not None:
+                wait([writing])
         return rejected
 
-    def _record(self, view: JoinedView, key: bytes, version: int, now: int) -> SinkEvent:
-        """The current record of ``key`` as an event of the root table."""
-        root_key, record = self.stage.record(view, key)
-        schema, table = view.table
-        event = {"op": "d" if record is None else "u", "key": root_key, "before": None,
-                 "after": record, "source": {"schema": schema, "table": table}}
-        message = Message(self._topic_of(schema, table), 0, -1, now, orjson.dumps(root_key),
-                          orjson.dumps(event), Position(version >> 10, version & 1023),
-                          record is None)
-        return SinkEvent(message, event, version)
+    def _writer(self) -> ThreadPoolExecutor:
+        if self._writes is None:
+            self._writes = ThreadPoolExecutor(1, thread_name_prefix="joined-records")
+        return self._writes
+
+    def _records(self, views: dict[str, JoinedView], chunk: list[tuple[str, bytes]],
+                 first: int) -> list[SinkEvent]:
+        """The current records of ``chunk`` (target, key) as events of their root tables,
+        versions from ``first`` on."""
+        now = int(time.time() * 1000)
+        records: list[SinkEvent] = []
+        for target, keyed in groupby(chunk, key=itemgetter(0)):
+            view = views[target]
+            schema, table = view.table
+            topic = self._topic_of(schema, table)
+            source = {"schema": schema, "table": table}
+            for key, record in self.stage.records(view, [key for _, key in keyed]):
+                version = first + len(records)
+                event = {"op": "d" if record is None else "u", "key": orjson.loads(key),
+                         "before": None, "after": record, "source": source}
+                message = Message(topic, 0, -1, now, key, orjson.dumps(event),
+                                  Position(version >> 10, version & 1023), record is None)
+                records.append(SinkEvent(message, event, version))
+        return records
 
     def _write_records(self, records: list[SinkEvent]) -> list[Rejection]:
         """Write ``records``; one by one when the sink refuses them together."""

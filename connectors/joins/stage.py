@@ -20,8 +20,9 @@ import orjson
 from cdc.log import Position
 from connectors.contract import SinkEvent
 from derived import JoinedTable, JoinedView, JoinLevel, build_record, fill_unchanged, join_values
+from derived.join_build import Keyed
 
-from .store import JoinStore, Table, key_bytes
+from .store import JoinStore, Table, key_bytes, link_value
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,16 @@ class JoinStage:
     def tables(self) -> set[Table]:
         """Every table a joined view reads."""
         return set(self._levels)
+
+    def preload(self, events: Iterable[tuple[SinkEvent, Table]]) -> None:
+        """Read the stored rows of the events' keys together, before they are applied."""
+        keys: dict[Table, list[bytes]] = {}
+        for item, table in events:
+            key = item.event.get("key")
+            if isinstance(key, dict) and key:
+                keys.setdefault(table, []).append(key_bytes(key))
+        for table, found in keys.items():
+            self.store.preload(table, found)
 
     def apply(self, event: SinkEvent, table: Table) -> int:
         """Apply one event of ``table`` to the store, marking the records it touches
@@ -192,10 +203,40 @@ class JoinStage:
                        self.store.matching(edge.parent_table, edge.parent_columns, values)]
             self._roots_above(above, parents, roots)
 
-    def record(self, view: JoinedView, key: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """The root key and current record of ``key`` in ``view`` (``None``: it has none)."""
-        root = self.store.row(self._roots[view.target], key)
-        root_key: dict[str, Any] = orjson.loads(key)
-        if root is None:
-            return root_key, None
-        return root_key, build_record(view, root, self.store)
+    def records(self, view: JoinedView, keys: Sequence[bytes]
+                ) -> list[tuple[bytes, dict[str, Any] | None]]:
+        """Each of ``keys`` with its current record in ``view`` (``None``: it has none),
+        from the committed store (outside a transaction), its rows read a level at a time
+        for all of them."""
+        roots = self.store.rows_of(view.table, keys)
+        rows = PageRows(self.store, view, roots.values())
+        return [(key, None if (root := roots.get(key)) is None
+                 else build_record(view, root, rows)) for key in keys]
+
+
+class PageRows:
+    """The rows the records of some root rows join, read from the store level by level
+    (a ``derived.JoinRows`` for ``build_record``)."""
+
+    def __init__(self, store: JoinStore, view: JoinedView, roots: Iterable[dict[str, Any]]
+                 ) -> None:
+        self._found: dict[tuple[Table, tuple[str, ...]], dict[bytes, list[Keyed]]] = {}
+        levels: list[tuple[JoinLevel, list[dict[str, Any]]]] = [(view, list(roots))]
+        while levels:
+            level, rows = levels.pop()
+            for joined in level.joined():
+                edge = Edge.of(joined, level)
+                values = {link_value(found) for row in rows
+                          if (found := join_values(row, edge.parent_columns)) is not None}
+                index = self._found.setdefault((edge.table, edge.child_columns), {})
+                children: list[dict[str, Any]] = []
+                for value, keyed in store.matching_many(edge.table, edge.child_columns,
+                                                        values).items():
+                    index[value] = [(orjson.loads(key), row) for key, row in keyed]
+                    children.extend(row for _, row in keyed)
+                levels.append((joined, children))
+
+    def matching(self, table: Table, columns: tuple[str, ...],
+                 values: tuple[Any, ...]) -> Sequence[Keyed]:
+        """``(key, row)`` of every row of ``table`` whose ``columns`` equal ``values``."""
+        return self._found.get((table, columns), {}).get(link_value(values), ())

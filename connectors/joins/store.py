@@ -21,9 +21,15 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
   (the last ``KEPT_DELETES``) completes an insert read after it, an insert read first
   waits there for its delete.
 
-The database is written with ``synchronous=FULL`` in WAL mode: a transaction is on disk
-before any record computed from it is sent. Memory stays bounded by SQLite's page cache
-(``cache_size``), whatever the tables' sizes.
+The database is in WAL mode. The transactions that hand out versions are committed
+with ``synchronous=FULL``, the others with ``NORMAL``: a record is sent only after the
+versions of its page are handed out, and that commit puts every earlier transaction of
+the write-ahead log on disk with it, so what a record was computed from is on disk before
+it is sent, while a connector catching up (its records deferred) does not wait for a disk
+flush per batch. Within a transaction, rows, links and pending keys are written in bulk
+at its commit (reads see them before). Memory stays bounded by SQLite's page cache
+(``cache_size``) and the caches of ``CACHED`` rows and key lists, whatever the tables'
+sizes.
 """
 
 from __future__ import annotations
@@ -99,6 +105,10 @@ class JoinStore:
         self._rows: OrderedDict[tuple[str, bytes], dict[str, Any] | None] = OrderedDict()
         self._keys: OrderedDict[tuple[str, str, bytes], list[bytes]] = OrderedDict()
         self._truncated: dict[str, Position] = {}
+        # written at the commit: rows (None: deleted), links (True: added), pending keys
+        self._row_writes: dict[tuple[str, bytes], tuple[dict[str, Any] | None, Position]] = {}
+        self._link_writes: dict[tuple[str, str, bytes], dict[bytes, bool]] = {}
+        self._pending_writes: set[tuple[str, bytes]] = set()
         self._indexes: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for table, columns in sorted(set(indexes)):
             self._indexes.setdefault(table_id(table), []).append((",".join(columns), columns))
@@ -108,18 +118,44 @@ class JoinStore:
         self._db.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One atomic, durable change of the store."""
+    def transaction(self, durable: bool = False) -> Iterator[None]:
+        """One atomic change of the store; ``durable``: on disk, with every transaction
+        before it, when this returns (otherwise at the next durable one)."""
+        self._db.execute("PRAGMA synchronous=" + ("FULL" if durable else "NORMAL"))
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._write_buffered()
         except BaseException:
             self._db.execute("ROLLBACK")
             self._rows.clear()
             self._keys.clear()
             self._truncated.clear()
+            self._row_writes.clear()
+            self._link_writes.clear()
+            self._pending_writes.clear()
             raise
         self._db.execute("COMMIT")
+
+    def _write_buffered(self) -> None:
+        """Write the rows, links and pending keys changed in this transaction."""
+        rows, self._row_writes = self._row_writes, {}
+        self._db.executemany("DELETE FROM rows WHERE tbl = ? AND key = ?",
+                             [where for where, (row, _) in rows.items() if row is None])
+        self._db.executemany(
+            "INSERT OR REPLACE INTO rows (tbl, key, row, lsn, seq) VALUES (?, ?, ?, ?, ?)",
+            [(*where, orjson.dumps(row), *position) for where, (row, position) in rows.items()
+             if row is not None])
+        links, self._link_writes = self._link_writes, {}
+        changes = [(*where, key, added) for where, keys in links.items()
+                   for key, added in keys.items()]
+        self._db.executemany("DELETE FROM links WHERE tbl = ? AND cols = ? AND val = ? AND "
+                             "key = ?", [change[:4] for change in changes if not change[4]])
+        self._db.executemany("INSERT OR IGNORE INTO links (tbl, cols, val, key) VALUES "
+                             "(?, ?, ?, ?)", [change[:4] for change in changes if change[4]])
+        pending, self._pending_writes = self._pending_writes, set()
+        self._db.executemany("INSERT OR IGNORE INTO pending (target, key) VALUES (?, ?)",
+                             sorted(pending))
 
     def next_offsets(self) -> dict[TopicPartition, int]:
         """The next offset to apply per partition (what the store holds is everything
@@ -137,6 +173,9 @@ class JoinStore:
     def row(self, table: Table, key: bytes) -> dict[str, Any] | None:
         """The stored row of ``key``, or ``None``."""
         tbl = table_id(table)
+        written = self._row_writes.get((tbl, key))
+        if written is not None:
+            return written[0]
         try:
             return self._rows[tbl, key]
         except KeyError:
@@ -147,6 +186,18 @@ class JoinStore:
         _remember(self._rows, (tbl, key), row)
         return row
 
+    def preload(self, table: Table, keys: Iterable[bytes]) -> None:
+        """Read the stored rows of ``keys`` together into the cache (``row`` then finds
+        them without a query each)."""
+        tbl = table_id(table)
+        wanted = {key for key in keys
+                  if (tbl, key) not in self._row_writes and (tbl, key) not in self._rows}
+        if not wanted:
+            return
+        found = self.rows_of(table, wanted)
+        for key in wanted:
+            _remember(self._rows, (tbl, key), found.get(key))
+
     def put(self, table: Table, key: bytes, row: dict[str, Any] | None,
             old: dict[str, Any] | None, position: Position) -> None:
         """Store ``row`` as the row of ``key`` at ``position`` (``None``: delete it);
@@ -155,25 +206,29 @@ class JoinStore:
         for cols, columns in self._indexes.get(tbl, ()):
             was = _link_value(old, columns)
             now = _link_value(row, columns)
-            if was == now:
-                continue
-            self._keys.pop((tbl, cols, was or b""), None)
-            self._keys.pop((tbl, cols, now or b""), None)
-            if was is not None:
-                self._db.execute("DELETE FROM links WHERE tbl = ? AND cols = ? AND val = ? AND "
-                                 "key = ?", (tbl, cols, was, key))
-            if now is not None:
-                self._db.execute("INSERT OR IGNORE INTO links (tbl, cols, val, key) VALUES "
-                                 "(?, ?, ?, ?)", (tbl, cols, now, key))
+            if was != now:
+                if was is not None:
+                    self._link(tbl, cols, was, key, False)
+                if now is not None:
+                    self._link(tbl, cols, now, key, True)
         _remember(self._rows, (tbl, key), row)
-        if row is None:
-            self._db.execute("DELETE FROM rows WHERE tbl = ? AND key = ?", (tbl, key))
-        else:
-            self._db.execute("INSERT OR REPLACE INTO rows (tbl, key, row, lsn, seq) VALUES "
-                             "(?, ?, ?, ?, ?)", (tbl, key, orjson.dumps(row), *position))
+        self._row_writes[tbl, key] = (row, position)
+
+    def _link(self, tbl: str, cols: str, value: bytes, key: bytes, added: bool) -> None:
+        """Add ``key`` to (or drop it from) the keys holding ``value`` in ``cols``."""
+        self._link_writes.setdefault((tbl, cols, value), {})[key] = added
+        cached = self._keys.get((tbl, cols, value))
+        if cached is not None:
+            if added and key not in cached:
+                cached.append(key)
+            elif not added and key in cached:
+                cached.remove(key)
 
     def position(self, table: Table, key: bytes) -> Position:
         """The source position of the stored row of ``key`` (0/0: none)."""
+        written = self._row_writes.get((table_id(table), key))
+        if written is not None:
+            return NO_POSITION if written[0] is None else written[1]
         found = self._db.execute("SELECT lsn, seq FROM rows WHERE tbl = ? AND key = ?",
                                  (table_id(table), key)).fetchone()
         return NO_POSITION if found is None else Position(*found)
@@ -191,6 +246,7 @@ class JoinStore:
     def rows_before(self, table: Table, position: Position
                     ) -> list[tuple[bytes, dict[str, Any]]]:
         """Every stored ``(key, row)`` of ``table`` from before ``position``."""
+        self._write_buffered()  # within the transaction: the query sees this one's rows
         return [(key, orjson.loads(row)) for key, row in self._db.execute(
             "SELECT key, row FROM rows WHERE tbl = ? AND (lsn, seq) < (?, ?)",
             (table_id(table), *position)).fetchall()]
@@ -217,18 +273,44 @@ class JoinStore:
     def matching_keys(self, table: Table, columns: tuple[str, ...],
                       values: tuple[Any, ...]) -> list[bytes]:
         """The keys of the rows ``matching`` would return."""
-        where = (table_id(table), ",".join(columns), _compact(orjson.dumps(list(values))))
+        where = (table_id(table), ",".join(columns), _compact(link_value(values)))
         keys = self._keys.get(where)
         if keys is None:
             keys = [key for (key,) in self._db.execute(
                 "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?", where)]
+            for key, added in self._link_writes.get(where, {}).items():
+                if added and key not in keys:
+                    keys.append(key)
+                elif not added and key in keys:
+                    keys.remove(key)
             _remember(self._keys, where, keys)
         return keys
 
+    def rows_of(self, table: Table, keys: Iterable[bytes]) -> dict[bytes, dict[str, Any]]:
+        """The stored rows of ``keys`` (those there are), read together (committed rows:
+        outside a transaction)."""
+        return {key: orjson.loads(row) for key, row in self._db.execute(
+            "SELECT key, row FROM rows WHERE tbl = ? AND key IN "
+            "(SELECT CAST(value AS BLOB) FROM json_each(?))",
+            (table_id(table), _json_list(keys)))}
+
+    def matching_many(self, table: Table, columns: tuple[str, ...], values: Iterable[bytes]
+                      ) -> dict[bytes, list[tuple[bytes, dict[str, Any]]]]:
+        """``(key, row)`` of the rows of ``table`` whose ``columns`` hold each of ``values``
+        (``link_value``s), read together (committed rows: outside a transaction)."""
+        keys: dict[bytes, list[bytes]] = {}
+        for value, key in self._db.execute(
+                "SELECT val, key FROM links WHERE tbl = ? AND cols = ? AND val IN "
+                "(SELECT CAST(value AS BLOB) FROM json_each(?))",
+                (table_id(table), ",".join(columns), _json_list(values))):
+            keys.setdefault(value, []).append(key)
+        rows = self.rows_of(table, (key for found in keys.values() for key in found))
+        return {value: [(key, rows[key]) for key in found if key in rows]
+                for value, found in keys.items()}
+
     def add_pending(self, target: str, keys: Iterable[bytes]) -> None:
-        """Mark the records of ``keys`` in ``target`` to be written."""
-        self._db.executemany("INSERT OR IGNORE INTO pending (target, key) VALUES (?, ?)",
-                             [(target, key) for key in keys])
+        """Mark the records of ``keys`` in ``target`` to be written (at the commit)."""
+        self._pending_writes.update((target, key) for key in keys)
 
     def pending(self) -> dict[str, list[bytes]]:
         """The keys to write, per target, in key order."""
@@ -317,4 +399,14 @@ def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> bytes |
     if row is None:
         return None
     values = [row.get(column) for column in columns]
-    return None if any(value is None for value in values) else orjson.dumps(values)
+    return None if any(value is None for value in values) else link_value(values)
+
+
+def link_value(values: Sequence[Any]) -> bytes:
+    """How join ``values`` are stored in ``links``."""
+    return orjson.dumps(list(values))
+
+
+def _json_list(items: Iterable[bytes]) -> str:
+    """``items`` (UTF-8 JSON texts) as a JSON array of strings, for ``json_each``."""
+    return orjson.dumps([item.decode() for item in items]).decode()

@@ -5,6 +5,8 @@ over ``RowsInMemory``), batch after batch."""
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,7 +14,8 @@ import orjson
 import pytest
 
 from cdc.log import Consumer, Message, Position, TopicPartition
-from connectors.contract import Sink, SinkEvent
+from cdc.plugins.contract import SinkUnavailableError
+from connectors.contract import Sink, SinkEvent, WriteResult
 from connectors.joins import JoinedSink, JoinStage, JoinStore
 from connectors.joins.sink import SplitJoinError
 from connectors.joins.stage import store_indexes
@@ -131,8 +134,7 @@ class Shop:
 def _materialize(stage: JoinStage, documents: dict[str, dict[bytes, dict[str, Any]]]) -> None:
     views = {view.target: view for view in stage.views}
     for target, keys in stage.store.pending().items():
-        for key in keys:
-            _, record = stage.record(views[target], key)
+        for key, record in stage.records(views[target], keys):
             if record is None:
                 documents[target].pop(key, None)
             else:
@@ -158,6 +160,7 @@ def test_records_follow_the_join_of_the_final_rows(tmp_path: Path, seed: int) ->
             partition = 0 if key is None else key["id"] % 3
             streams.setdefault((item.event["source"]["table"], partition), []).append(item)
         with store.transaction():
+            stage.preload((item, ("public", item.event["source"]["table"])) for item in batch)
             while streams:
                 where = shop.random.choice(list(streams))
                 item = streams[where].pop(0)
@@ -203,6 +206,83 @@ def test_a_rolled_back_batch_leaves_nothing(tmp_path: Path) -> None:
     assert store.pending() == {}
     assert store.rows_before(("public", "orders"), Position(2**62, 0)) == []
     store.close()
+
+
+def test_rows_and_links_written_at_the_commit_are_read_before_it(tmp_path: Path) -> None:
+    store = JoinStore(tmp_path / "joins.sqlite", [(("public", "items"), ("order_id",))])
+    items = ("public", "items")
+    one, two = b'{"id":1}', b'{"id":2}'
+    with store.transaction():
+        store.put(items, one, {"id": 1, "order_id": 7}, None, Position(1, 0))
+        assert store.matching_keys(items, ("order_id",), (7,)) == [one]  # not yet in SQL
+        store.put(items, two, {"id": 2, "order_id": 7}, None, Position(1, 1))
+        store.put(items, one, {"id": 1, "order_id": 8}, {"id": 1, "order_id": 7},
+                  Position(1, 2))
+        assert store.matching_keys(items, ("order_id",), (7,)) == [two]  # the cached list
+        assert store.position(items, one) == Position(1, 2)
+    with store.transaction(durable=True):
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        store.put(items, two, None, {"id": 2, "order_id": 7}, Position(2, 0))
+        assert store.row(items, two) is None and store.position(items, two) == Position(0, 0)
+    reopened = JoinStore(tmp_path / "joins.sqlite", [(items, ("order_id",))])
+    assert reopened.rows_of(items, [one, two]) == {one: {"id": 1, "order_id": 8}}
+    assert reopened.matching_many(items, ("order_id",), [b"[7]", b"[8]"]) == {
+        b"[8]": [(one, {"id": 1, "order_id": 8})]}
+    store.close()
+    reopened.close()
+
+
+class _FlakySink:
+    """An inner sink that refuses its second write, and notes two writes at once."""
+
+    def __init__(self) -> None:
+        self.pages: list[list[SinkEvent]] = []
+        self.calls = 0
+        self.busy = False
+        self.overlapped = False
+
+    def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
+        self.overlapped |= self.busy
+        self.busy = True
+        try:
+            time.sleep(0.01)
+            self.calls += 1
+            if self.calls == 2:
+                raise SinkUnavailableError("down for a moment")
+            self.pages.append(list(batch))
+            return WriteResult()
+        finally:
+            self.busy = False
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failed_page_leaves_every_record_pending(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("connectors.joins.sink.RECORDS_PER_WRITE", 2)
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    stage = JoinStage([SHOP], store)
+    inner = _FlakySink()
+    sink = JoinedSink(cast(Sink, inner), stage, lambda s, t: f"{s}.{t}", set(), batch_size=500)
+    events = [SinkEvent(_message("app.public.orders", 0, number),
+                        {"op": "c", "key": {"id": number}, "before": None,
+                         "after": {"id": number, "customer_id": None, "note": "n"},
+                         "source": {"schema": "public", "table": "orders"}}, number)
+              for number in range(1, 8)]
+    with pytest.raises(SinkUnavailableError):
+        sink.write(events)
+    assert not inner.overlapped and store.has_pending()
+    assert len(store.pending()["orders"]) == 7
+    assert sink.write_deferred() == [] and not store.has_pending()
+    written = [item for page in inner.pages for item in page]
+    assert sorted(item.event["key"]["id"] for item in written[2:]) == list(range(1, 8))
+    versions = [item.version for item in written]
+    assert versions == sorted(set(versions))  # the rewrite's versions are above the first's
+    sink.close()
 
 
 class _Consumer:
