@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
+__all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "YOUNG_COLLECTION", "keep_freed_memory",
+           "spare_the_cycle_collector"]
 
 MMAP_THRESHOLD = 16 * 1024**2  # glibc's largest dynamic threshold is 32 MiB on 64-bit
 TRIM_THRESHOLD = 64 * 1024**2
+YOUNG_COLLECTION = 20_000  # container allocations between young collections (CPython: 700)
 _M_TRIM_THRESHOLD = -1  # <malloc.h>
 _M_MMAP_THRESHOLD = -3
 
@@ -52,3 +55,19 @@ def keep_freed_memory() -> bool:
     if not _applied:
         log.debug("mallopt refused the thresholds; freed memory goes back to the kernel")
     return _applied
+
+
+def spare_the_cycle_collector() -> None:
+    """For a process that streams batches: freeze what is alive now (modules, the
+    configuration) out of the cyclic garbage collector, and collect the youngest
+    generation every ``YOUNG_COLLECTION`` container allocations instead of 700.
+
+    A batch's rows and records (tens of thousands of dicts) then die before they are
+    promoted to the oldest generation, whose collections walk every container alive (a
+    joined view's cached rows): measured, a joined view's initial load spent ~10 % of its
+    time in such collections. Reference counting still frees everything at once; only
+    cycles wait a little longer."""
+    gc.collect()
+    gc.freeze()
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION, middle, oldest)

@@ -77,6 +77,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     """Feed the configured sinks from the log (each connector is a consumer group)."""
     from cdc.capture.commands import stop_on_signals
     from cdc.logsetup import protect_secrets
+    from cdc.memory import spare_the_cycle_collector
     from cdc.observability import start_observability
 
     configure_logging()
@@ -86,6 +87,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     metrics = RuntimeMetrics()
     event_log = open_log(config.log)
     stop = stop_on_signals()
+    spare_the_cycle_collector()
     observability = None
     try:
         observability = start_observability(config, metrics, connectors=connectors)
