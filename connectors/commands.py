@@ -80,8 +80,10 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     from cdc.memory import spare_the_cycle_collector
     from cdc.observability import start_observability
 
+    from .joins.foreign_keys import resolve_foreign_keys_or_exit
+
     configure_logging()
-    config = load_config_or_exit(config_path)
+    config = resolve_foreign_keys_or_exit(load_config_or_exit(config_path))
     protect_secrets(config)
     connectors = select_connectors(config, names)
     metrics = RuntimeMetrics()

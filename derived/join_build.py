@@ -101,7 +101,8 @@ def _plan(level: JoinLevel) -> _Level:
 
 
 def _joined(joined: JoinedTable) -> _Joined:
-    return _Joined(joined.name, joined.table, tuple(joined.on), tuple(joined.on.values()),
+    on = joined.join_on()
+    return _Joined(joined.name, joined.table, tuple(on), tuple(on.values()),
                    joined.order_by, joined.required, _plan(joined))
 
 

@@ -11,7 +11,10 @@ Each level may hold
   row's (the order's items), as a list ordered by ``order_by`` then the child's key.
 
 ``on`` maps this level's columns to the joined table's columns, like
-``{customer_id: id}`` for a lookup or ``{id: order_id}`` for a nested list. Levels nest
+``{customer_id: id}`` for a lookup or ``{id: order_id}`` for a nested list; or it is
+``foreign_key``: the one foreign key between the two tables gives the columns (from this
+level's table to a lookup's, from a nested list's table to this level's), read from the
+database when a command starts (``connectors.joins.foreign_keys``). Levels nest
 to any depth (order → items → product). :mod:`derived.join_build` builds the records;
 the streaming connectors, the Spark rebuild and ``cdc reconcile`` all use it.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -90,9 +93,10 @@ class JoinedTable(JoinLevel):
     """A table joined into its parent level, as ``name`` (a lookup or a nested list)."""
 
     name: FieldName = Field(description="the field of the parent that holds it")
-    on: dict[FieldName, FieldName] = Field(
-        min_length=1, description="parent column → this table's column, like "
-        "{customer_id: id}; rows join where every pair is equal (NULL joins nothing)")
+    on: dict[FieldName, FieldName] | Literal["foreign_key"] = Field(
+        description="parent column → this table's column, like {customer_id: id}; rows "
+        "join where every pair is equal (NULL joins nothing). Or foreign_key: the columns "
+        "of the one foreign key between the two tables, read from the database at start")
     order_by: tuple[FieldName, ...] = Field(
         default=(), description="nested lists: the columns that order the list (then the "
         "key); numbers and numeric text by value, other text by code point, NULL last")
@@ -109,9 +113,20 @@ class JoinedTable(JoinLevel):
             data = {("on" if key is True else key): value for key, value in data.items()}
         return data
 
+    def join_on(self) -> dict[str, str]:
+        """``on`` as parent column → this table's column (resolved, if it was
+        ``foreign_key``)."""
+        if isinstance(self.on, str):
+            raise ValueError(f"the join of {self.source} as {self.name!r} is on: foreign_key, "
+                             "not yet read from the database (connectors.joins.foreign_keys)")
+        return self.on
+
     @model_validator(mode="after")
     def _consistent_table(self) -> JoinedTable:
         problems = self._level_problems()
+        if isinstance(self.on, dict) and not self.on:
+            problems.append((("on",), "name at least one pair of columns, like "
+                             "{customer_id: id}, or write foreign_key", self.on))
         if problems:
             raise_field_problems("JoinedTable", problems)
         return self

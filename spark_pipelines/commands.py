@@ -26,6 +26,7 @@ from rich.table import Table
 from cdc.capture.lsn import format_lsn, parse_lsn
 from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
+from connectors.joins.foreign_keys import resolve_foreign_keys_or_exit
 from derived import JoinedView
 
 from .kafka_packages import with_kafka_source
@@ -127,7 +128,7 @@ def as_of_time(text: str) -> datetime | None:
 def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
             output: Path | None, progress: bool, job: str,
             as_of: str | None = None) -> Iterator[ReplayRun]:
-    config = load_config_or_exit(config_path)
+    config = resolve_foreign_keys_or_exit(load_config_or_exit(config_path))
     if as_of is not None:
         try:  # a mistyped --as-of fails at once, not after Spark started and read the log
             as_of_time(as_of)

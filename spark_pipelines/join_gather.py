@@ -114,7 +114,7 @@ def gather(spark: SparkSession, source: LogSource, tables: JoinedTables,
             child = states.get(name)
             if child is None:
                 continue
-            rows = _joined_rows(parent, child, joined.on)
+            rows = _joined_rows(parent, child, joined.join_on())
             if rows is not None:
                 gathered[(*path, joined.name)] = rows
                 lines.append(_lines(rows, number[name]))

@@ -38,7 +38,8 @@ class ConfigErrorExit(click.ClickException):
     exit_code = EXIT_CONFIG_ERROR
 
 
-def _fail(error: ConfigError) -> NoReturn:
+def exit_with_problems(error: ConfigError) -> NoReturn:
+    """Print one line per problem of ``error`` and exit with status 2."""
     for problem in error.problems:
         click.echo(str(problem))
     sys.exit(EXIT_CONFIG_ERROR)
@@ -49,7 +50,7 @@ def load_config_or_exit(config_path: Path) -> PipelineConfig:
     try:
         return load_config(config_path)
     except ConfigError as error:
-        _fail(error)
+        exit_with_problems(error)
 
 
 @click.command()

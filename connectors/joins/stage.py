@@ -43,8 +43,8 @@ class Edge:
 
     @classmethod
     def of(cls, level: JoinedTable, parent: JoinLevel) -> Edge:
-        return cls(level, parent, level.table, parent.table, tuple(level.on),
-                   tuple(level.on.values()))
+        on = level.join_on()
+        return cls(level, parent, level.table, parent.table, tuple(on), tuple(on.values()))
 
 
 def edges(view: JoinedView) -> Iterator[Edge]:

@@ -24,6 +24,7 @@ import click
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.extras import MissingExtraError
 from cdc.logsetup import configure_logging
+from connectors.joins.foreign_keys import resolve_foreign_keys_or_exit
 
 from .check import describe_failure, reconcile_pipeline
 from .continuous import run_continuous
@@ -85,7 +86,7 @@ def reconcile(config_path: Path, names: tuple[str, ...], tables: tuple[str, ...]
         run_continuous(config_path, names, tables, rate, chunk, timeout, repair=repair)
         return
     configure_logging(logging.WARNING)
-    config = load_config_or_exit(config_path)
+    config = resolve_foreign_keys_or_exit(load_config_or_exit(config_path))
     try:
         with without_cycle_collection():
             summary = reconcile_pipeline(config, connectors=names, tables=tables,

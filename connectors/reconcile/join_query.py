@@ -133,7 +133,7 @@ class _Builder:
         conditions: list[sql.Composable] = [
             sql.SQL("{}.{} = {}.{}").format(alias, sql.Identifier(child), parent,
                                             sql.Identifier(column))
-            for column, child in joined.on.items()]
+            for column, child in joined.join_on().items()]
         if table.row_filter:
             conditions.append(sql.SQL("({})").format(sql.SQL(table.row_filter)))
         source = sql.SQL("FROM {} AS {} {} WHERE {}").format(
@@ -165,10 +165,10 @@ def check_columns(view: JoinedView, tables: Mapping[tuple[str, str], TableColumn
                                  "published)")
         for joined in level.joined():
             child = tables.get(joined.table)
-            missing = [f"{level.source}.{c}" for c in joined.on if c not in table.columns]
+            on = joined.join_on()
+            missing = [f"{level.source}.{c}" for c in on if c not in table.columns]
             if child is not None:
-                missing += [f"{joined.source}.{c}" for c in (*joined.on.values(),
-                                                             *joined.order_by)
+                missing += [f"{joined.source}.{c}" for c in (*on.values(), *joined.order_by)
                             if c not in child.columns]
             if missing:
                 raise JoinQueryError(f"joined view {view.target}: join or order_by column(s) "

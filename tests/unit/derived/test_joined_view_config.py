@@ -59,6 +59,22 @@ def test_conflicting_settings_name_the_field(text: str, expected: str) -> None:
     assert expected in str(error.value)
 
 
+@pytest.mark.parametrize(("on", "expected"), [
+    ({}, "name at least one pair of columns"),
+    ("foreign", "foreign_key"),
+])
+def test_on_names_columns_or_the_foreign_key(on: object, expected: str) -> None:
+    with pytest.raises(ValueError, match=expected):
+        JoinedView.model_validate({
+            "source": "public.orders", "target": "orders",
+            "lookups": [{"name": "customer", "source": "public.customers", "on": on}]})
+    view = JoinedView.model_validate({
+        "source": "public.orders", "target": "orders",
+        "lookups": [{"name": "customer", "source": "public.customers", "on": "foreign_key"}]})
+    with pytest.raises(ValueError, match="not yet read from the database"):
+        view.lookups[0].join_on()
+
+
 def test_a_joined_name_may_not_hide_a_field() -> None:
     with pytest.raises(ValueError, match="already a field"):
         JoinedView.model_validate({
