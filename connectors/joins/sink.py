@@ -41,7 +41,7 @@ from connectors.contract import Rejection, Sink, SinkEvent, WriteResult
 from derived import JoinedView
 
 from .stage import JoinStage
-from .store import JoinStore, Table
+from .store import JoinStore, Table, table_id
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,13 @@ class JoinedSink:
     def open(self) -> None:
         """Open the inner sink and write what a crash left pending."""
         self.inner.open()
+        for view in self.stage.views:
+            tables = {table_id(table) for table in view.tables()} & self.store.reindexed
+            if tables:
+                marked = self.store.mark_every_row(view.target, view.table)
+                log.warning("joined view %s: the join columns of %s changed since its state "
+                            "was written; re-indexed them and writing its %d records again",
+                            view.target, ", ".join(sorted(tables)), marked)
         self._next = self.store.next_offsets()
         self.resume = dict(self._next)
         if self.store.has_pending():

@@ -10,6 +10,9 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
   are ignored;
 - ``links``: for each join column set, which keys hold which values (the indexes that
   find an order's items, a customer's orders);
+- ``indexes``: which join column sets ``links`` holds (a join's ``on`` changed since the
+  store was written: the links are built again from the stored rows when it opens, and
+  ``JoinedSink.open`` writes again every record of the views reading those tables);
 - ``offsets``: the next log offset to apply per topic partition, written in the same
   transaction as the rows, so the store is always the state after exactly those events;
 - ``pending``: root keys whose records must be written again, cleared once the sink has
@@ -59,6 +62,8 @@ _SCHEMA = (
     " seq INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS links (tbl TEXT NOT NULL, cols TEXT NOT NULL, val BLOB NOT NULL,"
     " key BLOB NOT NULL, PRIMARY KEY (tbl, cols, val, key)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS indexes (tbl TEXT NOT NULL, cols TEXT NOT NULL,"
+    " PRIMARY KEY (tbl, cols)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS offsets (topic TEXT NOT NULL, part INTEGER NOT NULL,"
     " next INTEGER NOT NULL, PRIMARY KEY (topic, part)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS pending (target TEXT NOT NULL, key BLOB NOT NULL,"
@@ -75,6 +80,11 @@ _SCHEMA = (
 def table_id(table: Table) -> str:
     """How a table is named in the store."""
     return f"{table[0]}.{table[1]}"
+
+
+def columns_id(columns: Sequence[str]) -> str:
+    """How a set of join columns is named in the store (a JSON array)."""
+    return orjson.dumps(list(columns)).decode()
 
 
 def key_bytes(key: dict[str, Any]) -> bytes:
@@ -111,7 +121,47 @@ class JoinStore:
         self._pending_writes: set[tuple[str, bytes]] = set()
         self._indexes: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         for table, columns in sorted(set(indexes)):
-            self._indexes.setdefault(table_id(table), []).append((",".join(columns), columns))
+            self._indexes.setdefault(table_id(table), []).append((columns_id(columns), columns))
+        self.reindexed = self._reindex()
+
+    def _reindex(self) -> set[str]:
+        """Make ``links`` index exactly the configured join columns (a join's ``on``
+        changed since the store was written: its links are built again from the stored
+        rows); the tables whose stored rows were indexed anew or dropped from an index."""
+        recorded = set(self._db.execute("SELECT tbl, cols FROM indexes").fetchall())
+        configured = {(tbl, cols): columns for tbl, indexes in self._indexes.items()
+                      for cols, columns in indexes}
+        if recorded == set(configured):
+            return set()
+        changed: set[str] = set()
+        with self.transaction():
+            linked = set(self._db.execute("SELECT DISTINCT tbl, cols FROM links").fetchall())
+            for tbl, cols in (recorded | linked) - set(configured):
+                if self._db.execute("DELETE FROM links WHERE tbl = ? AND cols = ?",
+                                    (tbl, cols)).rowcount:
+                    changed.add(tbl)
+                self._db.execute("DELETE FROM indexes WHERE tbl = ? AND cols = ?", (tbl, cols))
+            for (tbl, cols), columns in configured.items():
+                if (tbl, cols) in recorded:
+                    continue
+                links = [(tbl, cols, value, key) for key, row in self._db.execute(
+                    "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
+                    if (value := _link_value(orjson.loads(row), columns)) is not None]
+                self._db.executemany("INSERT OR IGNORE INTO links (tbl, cols, val, key) "
+                                     "VALUES (?, ?, ?, ?)", links)
+                self._db.execute("INSERT INTO indexes (tbl, cols) VALUES (?, ?)", (tbl, cols))
+                if self._db.execute("SELECT 1 FROM rows WHERE tbl = ? LIMIT 1",
+                                    (tbl,)).fetchone():
+                    changed.add(tbl)
+        return changed
+
+    def mark_every_row(self, target: str, table: Table) -> int:
+        """Mark the record of every stored row of ``table`` in ``target`` to be written;
+        how many."""
+        with self.transaction():
+            return int(self._db.execute(
+                "INSERT OR IGNORE INTO pending (target, key) SELECT ?, key FROM rows "
+                "WHERE tbl = ?", (target, table_id(table))).rowcount)
 
     def close(self) -> None:
         """Close the database."""
@@ -273,7 +323,7 @@ class JoinStore:
     def matching_keys(self, table: Table, columns: tuple[str, ...],
                       values: tuple[Any, ...]) -> list[bytes]:
         """The keys of the rows ``matching`` would return."""
-        where = (table_id(table), ",".join(columns), _compact(link_value(values)))
+        where = (table_id(table), columns_id(columns), _compact(link_value(values)))
         keys = self._keys.get(where)
         if keys is None:
             keys = [key for (key,) in self._db.execute(
@@ -302,7 +352,7 @@ class JoinStore:
         for value, key in self._db.execute(
                 "SELECT val, key FROM links WHERE tbl = ? AND cols = ? AND val IN "
                 "(SELECT CAST(value AS BLOB) FROM json_each(?))",
-                (table_id(table), ",".join(columns), _json_list(values))):
+                (table_id(table), columns_id(columns), _json_list(values))):
             keys.setdefault(value, []).append(key)
         rows = self.rows_of(table, (key for found in keys.values() for key in found))
         return {value: [(key, rows[key]) for key in found if key in rows]
@@ -337,6 +387,7 @@ class JoinStore:
 
     def clear_pending(self) -> None:
         """Everything pending was written and flushed."""
+        self._pending_writes.clear()
         self._db.execute("DELETE FROM pending")
 
     def keep_deleted(self, table: Table, position: Position, row: dict[str, Any]) -> None:

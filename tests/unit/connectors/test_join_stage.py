@@ -232,6 +232,56 @@ def test_rows_and_links_written_at_the_commit_are_read_before_it(tmp_path: Path)
     reopened.close()
 
 
+class _RecordingSink:
+    """An inner sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.written: list[SinkEvent] = []
+
+    def open(self) -> None:
+        pass
+
+    def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
+        self.written.extend(batch)
+        return WriteResult()
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_join_on_other_columns_is_indexed_again_and_its_records_written(
+        tmp_path: Path) -> None:
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, store_indexes([SHOP]))
+    assert store.reindexed == set()  # a new store: nothing to index again
+    stage = JoinStage([SHOP], store)
+    shop = Shop(5)
+    with store.transaction():
+        for item in shop.sink_events(shop.events(60)):
+            stage.apply(item, ("public", item.event["source"]["table"]))
+        store.clear_pending()
+    store.close()
+    # the customer now joined on the order's own id (orders.customer_id no longer indexed)
+    changed = JoinedView.model_validate({
+        **SHOP.model_dump(include={"source", "target", "exclude", "computed", "nested"}),
+        "lookups": [{"name": "customer", "source": "public.customers", "on": {"id": "id"},
+                     "fields": ["name", "email"]}]})
+    again = JoinStore(path, store_indexes([changed]))
+    assert again.reindexed == {"public.orders"}
+    inner = _RecordingSink()
+    sink = JoinedSink(cast(Sink, inner), JoinStage([changed], again), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=500)
+    sink.open()
+    written = {orjson.dumps(item.event["key"]): item.event["after"] for item in inner.written}
+    assert written == shop.expected(changed) and written != shop.expected(SHOP)
+    assert not again.has_pending()
+    sink.close()
+    assert JoinStore(path, store_indexes([changed])).reindexed == set()  # done once
+
+
 class _FlakySink:
     """An inner sink that refuses its second write, and notes two writes at once."""
 
