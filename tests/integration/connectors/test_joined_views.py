@@ -49,9 +49,13 @@ ALTER TABLE orders ALTER COLUMN note SET STORAGE EXTERNAL;
 TABLES = ("customers", "products", "orders", "order_items")
 
 
-def write_config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str) -> None:
+def write_config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str,
+                 kafka: str | None = None) -> None:
+    """The pipeline file: a file log, or a Kafka one at ``kafka``."""
     topics = ", ".join(f"{name}.public.{table}" for table in TABLES)
     join = json.dumps({**JOIN, "target": f"{name}_orders"})
+    log = (f"  backend: kafka\n  bootstrap_servers: [{kafka}]" if kafka
+           else f"  backend: file\n  path: {path.parent / 'log'}")
     path.write_text(f"""
 source:
   dsn: {dsn}
@@ -59,8 +63,7 @@ source:
   publication: {name}
   tables: [{", ".join(f"public.{table}" for table in TABLES)}]
 log:
-  backend: file
-  path: {path.parent / 'log'}
+{log}
 connectors:
   - name: search
     type: opensearch
@@ -219,15 +222,16 @@ def wait_streaming(dsn: str, name: str, proc: subprocess.Popen[bytes], log: Path
         time.sleep(0.2)
 
 
-@pytest.mark.parametrize("seed", [11, 29])
+@pytest.mark.parametrize(("seed", "backend"), [(11, "file"), (29, "file"), (43, "kafka")])
 def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
         fresh_database: str, unique_name: str, tmp_path: Path, opensearch_url: str,
-        redis_url: str, seed: int) -> None:
+        redis_url: str, seed: int, backend: str, request: pytest.FixtureRequest) -> None:
     dsn = fresh_database
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(SCHEMA)
     config = tmp_path / "pipeline.yaml"
-    write_config(config, dsn, unique_name, opensearch_url, redis_url)
+    kafka = request.getfixturevalue("kafka_bootstrap") if backend == "kafka" else None
+    write_config(config, dsn, unique_name, opensearch_url, redis_url, kafka)
     workload = Workload(dsn, seed=seed)
     workload.seed()
     stderr = tmp_path / "cdc-run.log"
