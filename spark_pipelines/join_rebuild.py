@@ -30,7 +30,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from connectors.opensearch.client import make_client
+from connectors.opensearch.columns import SchemaTopicColumns
 from connectors.opensearch.config import OpenSearchSinkConfig
+from connectors.opensearch.mapping import joined_mappings
 from connectors.redis.config import RedisSinkConfig
 from derived import JoinedView
 
@@ -88,6 +90,7 @@ def rebuild_joined_search(spark: SparkSession, source: LogSource,
     client = make_client(config)
     try:
         create_indices(client, search_config(config, plan.temporary), [plan.temporary])
+        map_joined_fields(client, source, view, plan.temporary)
         counts = write_joined(spark, source, tables, ends,
                               _search_recipe(config, source, plan.temporary, plan.alias),
                               config.bulk_size, deletes=False)
@@ -107,6 +110,20 @@ def rebuild_joined_search(spark: SparkSession, source: LogSource,
             f"{caught_up.deleted} deleted"
     return TableResult(f"{view.source} (joined) -> {view.target}", counts.total(plan.alias),
                        "-", path, time.perf_counter() - started, tasks=counts)
+
+
+def map_joined_fields(client: OpenSearch, source: LogSource, view: JoinedView,
+                      alias: str) -> None:
+    """Map the records' fields in the index behind ``alias`` as the streaming connector
+    does (``connectors.opensearch.mapping.joined_mappings``, the joined tables' newest
+    column types)."""
+    log = source.open_log()
+    try:
+        types = SchemaTopicColumns(log, source.schema_topic, f"replay-search-schemas-{alias}")
+        properties = joined_mappings(view, lambda table: types(*table, 0))
+    finally:
+        log.close()
+    client.indices.put_mapping(index=alias, body={"properties": properties})
 
 
 def catch_up_joined(spark: SparkSession, source: LogSource, tables: JoinedTables,

@@ -28,13 +28,14 @@ def store_path(config: Any, connector: str) -> Path:
 
 
 def inner_config(config: Any) -> Any:
-    """``config`` for the sink behind the joined views: no joins, and a pass-through view
-    of each joined view's root table to its target."""
+    """``config`` for the sink behind the joined views: a pass-through view of each joined
+    view's root table to its target (the joins are kept: the OpenSearch sink maps their
+    records' fields by the joined tables' column types)."""
     joins: tuple[JoinedView, ...] = config.joins
     views = tuple(config.views) + tuple(
         ViewDefinition(source=join.source, target=join.target, key_template=join.key_template)
         for join in joins)
-    return config.model_copy(update={"views": views, "joins": ()})
+    return config.model_copy(update={"views": views})
 
 
 def joined_sink(factory: Callable[[Any, SinkContext], Sink], config: Any,

@@ -23,6 +23,12 @@ Without types the first non-null value decides: booleans, integers (``long``), f
 (``double``), objects and lists of objects (``flat_object``), ISO-8601 dates and
 timestamps (``date``), other text (``text`` + ``keyword``; numeric text is not guessed).
 
+A joined view's records (``joined_mappings``): each level's columns by their types under
+their field names, and each lookup and nested list as an ``object`` of its own table's
+fields, to any depth, so ``customer.name`` is text and ``items.price`` a number as in a
+plain view's documents. A column added to a joined table (not the root) after its
+object was mapped is mapped by OpenSearch's dynamic mapping.
+
 Every index is created with ``index.mapping.ignore_malformed``: a value a field cannot
 index (a JSON scalar in a ``flat_object``, an object in a ``text`` field, ``"NaN"`` in a
 ``double``) is left out of the index and kept in ``_source``, so the document is never
@@ -32,8 +38,10 @@ refused for one column (``unindexed`` counts and reports such values).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from derived import JoinLevel
 
 FieldMapping = dict[str, Any]
 ColumnType = str | Mapping[str, Any]  # a type name, or a schema record's type_detail
@@ -130,20 +138,40 @@ def mapping_for_value(value: Any) -> FieldMapping | None:
 
 
 def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
-               types: Mapping[str, ColumnType]) -> dict[str, FieldMapping]:
+               types: Mapping[str, ColumnType],
+               given: Mapping[str, FieldMapping] | None = None) -> dict[str, FieldMapping]:
     """Mappings of the fields of ``documents`` not in ``known``; ``types`` gives the column
-    type of a field where one is known."""
+    type of a field where one is known, ``given`` a field's whole mapping (a joined
+    view's objects)."""
     seen = set(known)
     found: dict[str, FieldMapping] = {}
+    given = given or {}
     for document in documents:
         for field, value in document.items():
             if field in seen:
                 continue
             type_name = types.get(field)
-            mapping = mapping_for_column(type_name) if type_name else mapping_for_value(value)
+            mapping = (given[field] if field in given else mapping_for_column(type_name)
+                       if type_name else mapping_for_value(value))
             if mapping is not None:
                 found[field] = mapping
                 seen.add(field)
+    return found
+
+
+def joined_mappings(level: JoinLevel, types_of: Callable[[tuple[str, str]],
+                                                         Mapping[str, ColumnType] | None]
+                    ) -> dict[str, FieldMapping]:
+    """The mappings of a joined view's record at ``level`` (the view itself: the whole
+    record): its table's columns (``types_of(table)``) under their field names, each
+    lookup and nested list an object of its own."""
+    found: dict[str, FieldMapping] = {}
+    for column, column_type in (types_of(level.table) or {}).items():
+        name = level.view.field_of(column)
+        if name is not None:
+            found[name] = mapping_for_column(column_type)
+    for joined in level.joined():
+        found[joined.name] = {"type": "object", "properties": joined_mappings(joined, types_of)}
     return found
 
 

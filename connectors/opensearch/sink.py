@@ -55,7 +55,7 @@ from .columns import ColumnTypes, SchemaTopicColumns
 from .config import OpenSearchSinkConfig
 from .errors import login_refusal, translate, unavailable
 from .indices import IndexCatalog, IndexState
-from .mapping import ColumnType, new_fields
+from .mapping import ColumnType, FieldMapping, joined_mappings, new_fields
 from .names import index_name
 from .native_actions import KIND_NULL, NativeActions, NativeBatch, vouched
 from .unindexed import UnindexedValues, always_fitting
@@ -92,6 +92,7 @@ class OpenSearchSink:
         self._native = NativeActions(
             {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES) if native else None
         self._opened = False  # once connected, a refused login is retried
+        self._joined = {join.target: join for join in config.joins}
 
     def open(self) -> None:
         """Connect and check the cluster answers."""
@@ -295,7 +296,8 @@ class OpenSearchSink:
             if not state.fields.issuperset(document):
                 pending.setdefault(state.alias, (state, item.change, []))[2].append(document)
         for state, change, documents in pending.values():
-            fields = new_fields(documents, state.fields, self._types(change))
+            fields = new_fields(documents, state.fields, self._types(change),
+                                self._joined_fields(change))
             if fields:
                 catalog.add_fields(state, fields)
 
@@ -308,6 +310,14 @@ class OpenSearchSink:
                 by_alias.setdefault(item.state.alias, (item.state, []))[1].append(item.document)
         for alias, (state, documents) in by_alias.items():
             self._unindexed.observe(alias, state.mappings, documents)
+
+    def _joined_fields(self, change: Upsert) -> Mapping[str, FieldMapping]:
+        """The mappings of a joined view's record (``{}`` for other changes)."""
+        join = self._joined.get(change.view.target) if change.view is not None else None
+        column_types = self._column_types
+        if join is None or column_types is None:
+            return {}
+        return joined_mappings(join, lambda table: column_types(*table, 0))
 
     def _types(self, change: Upsert) -> Mapping[str, ColumnType]:
         """Field → column type, where the schema topic tells the column's type."""

@@ -205,6 +205,24 @@ def cache_documents(client: redis.Redis, name: str) -> dict[str, dict[str, Any]]
     return found
 
 
+# the joined objects' fields mapped by their columns' types (numeric: keyword + double)
+JOINED_FIELD_TYPES = {"customer.name": "text", "customer.email": "text", "items.qty": "long",
+                      "items.line": "long", "items.product.title": "text",
+                      "items.product.price": "keyword", "items.product.price.double": "double"}
+
+
+def joined_field_types(client: OpenSearch, index: str) -> dict[str, str]:
+    """The mapped types of ``JOINED_FIELD_TYPES``' fields in the index behind ``index``."""
+    mappings = next(iter(client.indices.get_mapping(index=index).values()))["mappings"]
+    found = {}
+    for path in JOINED_FIELD_TYPES:
+        node: dict[str, Any] = mappings
+        for part in path.split("."):
+            node = node.get("properties", node.get("fields", {})).get(part, {})
+        found[path] = str(node.get("type"))
+    return found
+
+
 def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "cdc.cli", "run", "-c", str(config)],
                             stdout=subprocess.DEVNULL, stderr=log.open("ab"))
@@ -268,6 +286,7 @@ def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
                     + "; ".join(f"{k}: want {str(want.get(k))[-300:]} got "
                                 f"{str(got_search.get(k))[-300:]}" for k in wrong))
             time.sleep(0.5)
+        assert joined_field_types(search, index) == JOINED_FIELD_TYPES
         # the oracle: PostgreSQL's own join of one snapshot, through cdc reconcile
         checked = subprocess.run([sys.executable, "-m", "cdc.cli", "reconcile", "-c",
                                   str(config)], capture_output=True, text=True, timeout=300)
@@ -287,6 +306,7 @@ def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
             alias = search.indices.get_alias(name=index)
             assert any(name.startswith(f"{index}_rebuild_") for name in alias), alias
             assert search_documents(search, index) == want
+            assert joined_field_types(search, index) == JOINED_FIELD_TYPES
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)

@@ -16,12 +16,14 @@ from connectors.opensearch.mapping import (
     OBJECT,
     TEXT,
     index_body,
+    joined_mappings,
     mapping_for_column,
     mapping_for_type,
     new_fields,
     range_mapping,
 )
 from connectors.opensearch.unindexed import UNINDEXED, UnindexedValues, unindexed_fields
+from derived import JoinedView
 
 
 def base(name: str) -> dict[str, Any]:
@@ -102,3 +104,33 @@ def test_unindexed_values_are_counted_per_alias_and_field() -> None:
                                       [{"f": "NaN", "g": 1}, {"f": 2.0}, {"f": "-Infinity"}])
     assert total == 2
     assert counter._value.get() == before + 2
+
+
+def test_a_joined_record_maps_every_level_by_its_columns_types() -> None:
+    view = JoinedView.model_validate({
+        "source": "public.orders", "target": "orders", "exclude": ["secret"],
+        "rename": {"placed": "placed_at"},
+        "lookups": [{"name": "customer", "source": "public.customers",
+                     "on": {"customer_id": "id"}, "fields": ["name"]}],
+        "nested": [{"name": "items", "source": "public.items", "on": {"id": "order_id"},
+                    "lookups": [{"name": "product", "source": "public.products",
+                                 "on": {"product_id": "id"}}]}]})
+    types = {
+        ("public", "orders"): {"id": "pg_catalog.int4", "customer_id": "pg_catalog.int4",
+                               "placed": "pg_catalog.timestamptz", "secret": "pg_catalog.text"},
+        ("public", "customers"): {"id": "pg_catalog.int4", "name": "pg_catalog.text"},
+        ("public", "items"): {"id": "pg_catalog.int8", "order_id": "pg_catalog.int4",
+                              "product_id": "pg_catalog.int4", "qty": "pg_catalog.float8"},
+    }  # products: not in the schema topic yet
+    mapped = joined_mappings(view, types.get)
+    assert mapped == {
+        "id": LONG, "customer_id": LONG, "placed_at": DATE,
+        "customer": {"type": "object", "properties": {"name": TEXT}},
+        "items": {"type": "object", "properties": {
+            "id": LONG, "order_id": LONG, "product_id": LONG, "qty": DOUBLE,
+            "product": {"type": "object", "properties": {}}}},
+    }
+    # given whole, before the documents' values are looked at (a null customer too)
+    found = new_fields([{"id": 1, "customer": None, "items": [], "label": "x"}], ["id"],
+                       {}, mapped)
+    assert found == {"customer": mapped["customer"], "items": mapped["items"], "label": TEXT}
