@@ -7,7 +7,9 @@ Two differences from ``cdc ARGS``, both for the supervisor:
   command's failure is a ``TerminalError`` (a lost slot, a corrupt log, undecodable WAL, a
   missing privilege); any other failure exits 1 and is restarted;
 - the child stops cleanly (as on SIGTERM) when its parent is gone, so a supervisor killed
-  with SIGKILL leaves no orphan streaming from the slot.
+  with SIGKILL leaves no orphan streaming from the slot. The supervisor names itself in
+  ``DISTRIBUTARY_SUPERVISOR_PID``: killed before the child even started, the child's
+  parent would already be init, and watching that would never end.
 """
 
 from __future__ import annotations
@@ -20,13 +22,21 @@ import time
 
 import click
 
+from cdc.supervisor.child_env import SUPERVISOR_PID_ENV
 from cdc.supervisor.exits import EXIT_TERMINAL, EXIT_USAGE, is_terminal
 
 _PARENT_POLL_S = 0.5
 
 
+def supervisor_pid() -> int:
+    """The pid of the ``cdc run`` that started this process (its parent while it lives)."""
+    named = os.environ.get(SUPERVISOR_PID_ENV, "")
+    return int(named) if named.isdigit() else os.getppid()
+
+
 def stop_when_orphaned(parent: int) -> threading.Thread:
-    """A daemon thread that sends this process SIGTERM once ``parent`` is not its parent."""
+    """A daemon thread that sends this process SIGTERM once ``parent`` is not its parent
+    (at once if it is not now)."""
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(_PARENT_POLL_S)
@@ -55,5 +65,5 @@ def run_child(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    stop_when_orphaned(os.getppid())
+    stop_when_orphaned(supervisor_pid())
     sys.exit(run_child(sys.argv[1:]))

@@ -25,6 +25,7 @@ from typing import IO
 
 from cdc.logsetup import LogFormat
 from cdc.observability.launch import CHILD_ENDPOINT_ENV
+from cdc.supervisor.child_env import SUPERVISOR_PID_ENV
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class ChildProcess:
         self._lines: deque[str] = deque(maxlen=_KEPT_LINES)
         env = dict(os.environ)
         env.pop(CHILD_ENDPOINT_ENV, None)
+        env[SUPERVISOR_PID_ENV] = str(os.getpid())  # its parent, even if it dies at once
         if endpoint_file is not None:
             endpoint_file.unlink(missing_ok=True)
             env[CHILD_ENDPOINT_ENV] = str(endpoint_file)

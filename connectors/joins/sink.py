@@ -50,6 +50,9 @@ StartOffset = Callable[[TopicPartition], int]
 DEFER_RECORDS = 50_000  # pending records written at the latest once this many are marked
 DEFER_SECONDS = 2.0  # … or once they waited this long
 RECORDS_PER_WRITE = 2_000
+SPLIT_GRACE_S = 120.0  # a topic held in part this long stops the connector (a Kafka
+# group keeps a crashed member's partitions for its session timeout, 45 s by default)
+SPLIT_PAUSE_S = 0.2
 
 
 class SplitJoinError(TerminalError):
@@ -78,7 +81,9 @@ class JoinedSink:
         self._next: dict[TopicPartition, int] = {}
         self.resume: dict[TopicPartition, int] = {}
         self._admitted: set[TopicPartition] = set()
-        self._whole: set[str] = set()  # topics whose every partition this member reads
+        self._sought: set[TopicPartition] = set()  # sent back to where the store stops
+        self._counts: dict[str, int] = {}  # partitions per topic
+        self._split_since: dict[str, float] = {}  # topics held in part, since when
         self._batch_size = batch_size
         self._marked = 0  # records marked pending since the last written (an estimate)
         self._deferred_since: float | None = None
@@ -113,34 +118,64 @@ class JoinedSink:
         """``messages`` without those of a partition read past where the store stops (a
         group's offset ahead of a new store): that partition is sent back there.
 
-        The store must see every partition of its topics: a member of the group that
-        holds only some of them (another process runs the same connector) stops with
-        ``SplitJoinError`` rather than build records from part of the rows."""
-        for topic in {message.topic for message in messages} - self._whole:
-            held = {tp.partition for tp in consumer.assignment() if tp.topic == topic}
-            if len(held) < partitions(topic):
-                raise SplitJoinError(topic, sorted(held), partitions(topic))
-            self._whole.add(topic)
+        The store must see every partition of its topics: while this member of the group
+        holds only some of a topic's (a crashed process's member not yet expired, a
+        rebalance under way), that topic's messages are sent back and read again later;
+        if it lasts ``SPLIT_GRACE_S`` (another process runs the same connector), it stops
+        with ``SplitJoinError`` rather than build records from part of the rows."""
+        refused = self._partly_held(messages, consumer, partitions)
         firsts: dict[TopicPartition, int] = {}
         for message in messages:
             where = TopicPartition(message.topic, message.partition)
-            if where not in self._admitted and where not in firsts:
+            if where not in self._admitted and where not in firsts and where not in refused:
                 firsts[where] = message.offset
-        refused: set[TopicPartition] = set()
         for where, first in firsts.items():
             expected = self.resume.get(where)
             if expected is None:
                 expected = start_offset(where)
-            if first > expected:
+            if first > expected and where not in self._sought:
                 log.info("joined views: %s read from offset %d, the store stops at %d; "
                          "reading from there", where, first, expected)
                 consumer.seek(where, expected)
+                self._sought.add(where)
                 refused.add(where)
-            else:
+            else:  # after a seek, the first record there is the next one (offsets between
+                # may hold none: a Kafka transaction's marker, a compacted record)
                 self._admitted.add(where)
         if not refused:
             return list(messages)
         return [m for m in messages if TopicPartition(m.topic, m.partition) not in refused]
+
+    def _partly_held(self, messages: Sequence[Message], consumer: Consumer,
+                     partitions: Callable[[str], int]) -> set[TopicPartition]:
+        """The partitions of the topics this member holds only part of, sent back to their
+        first message here (see ``admit``)."""
+        now = time.monotonic()
+        firsts: dict[TopicPartition, int] = {}
+        for message in messages:
+            firsts.setdefault(TopicPartition(message.topic, message.partition), message.offset)
+        assignment = consumer.assignment()
+        refused: set[TopicPartition] = set()
+        for topic in sorted({where.topic for where in firsts}):
+            count = self._counts.get(topic) or self._counts.setdefault(topic, partitions(topic))
+            held = sorted(tp.partition for tp in assignment if tp.topic == topic)
+            if len(held) >= count:
+                self._split_since.pop(topic, None)
+                continue
+            since = self._split_since.setdefault(topic, now)
+            if now - since >= SPLIT_GRACE_S:
+                raise SplitJoinError(topic, held, count)
+            if since == now:
+                log.warning("joined views: this member holds partitions %s of the %d of %s; "
+                            "waiting up to %.0f s for the group to give it every one",
+                            held, count, topic, SPLIT_GRACE_S)
+            for where, first in firsts.items():
+                if where.topic == topic:
+                    consumer.seek(where, first)
+                    refused.add(where)
+        if refused:
+            time.sleep(SPLIT_PAUSE_S)  # not to poll the same messages again at once
+        return refused
 
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply the batch's new events to the store, then write the other events and,

@@ -280,9 +280,11 @@ def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
             if time.monotonic() > deadline:
                 wrong = sorted(k for k in want.keys() | got_search.keys()
                                if want.get(k) != got_search.get(k))[:3]
+                notes = [line for line in stderr.read_text().splitlines()
+                         if "joins" in line or "ERROR" in line][-20:]
                 raise AssertionError(
                     f"not converged: search {len(got_search)}/{len(want)}, cache "
-                    f"{len(got_cache)}/{len(want)}; first differences: "
+                    f"{len(got_cache)}/{len(want)}; log: {notes}; first differences: "
                     + "; ".join(f"{k}: want {str(want.get(k))[-300:]} got "
                                 f"{str(got_search.get(k))[-300:]}" for k in wrong))
             time.sleep(0.5)

@@ -335,6 +335,20 @@ def test_a_failed_page_leaves_every_record_pending(tmp_path: Path,
     sink.close()
 
 
+def test_a_partition_sent_back_is_admitted_from_its_next_record(tmp_path: Path) -> None:
+    sink = _joined_sink(tmp_path)
+    where = TopicPartition("app.public.orders", 0)
+    consumer = _Consumer({where})
+    sink.resume = {where: 12}  # the store stops at 12: a Kafka transaction's marker
+    batch = [_message("app.public.orders", 0, 13)]
+    assert sink.admit(batch, cast(Consumer, consumer), lambda _: 0, lambda _: 1) == []
+    assert consumer.seeks == [(where, 12)]
+    # read again from 12, the first record is 13: nothing lies between
+    assert sink.admit(batch, cast(Consumer, consumer), lambda _: 0, lambda _: 1) == batch
+    assert consumer.seeks == [(where, 12)]
+    sink.store.close()
+
+
 class _Consumer:
     """The part of a consumer ``JoinedSink.admit`` uses."""
 
@@ -370,10 +384,23 @@ def test_a_new_store_reads_a_partition_from_its_start(tmp_path: Path) -> None:
     sink.store.close()
 
 
-def test_a_member_holding_part_of_a_topic_stops(tmp_path: Path) -> None:
+def test_a_member_holding_part_of_a_topic_waits_then_stops(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("connectors.joins.sink.SPLIT_PAUSE_S", 0.0)
     sink = _joined_sink(tmp_path)
-    consumer = _Consumer({TopicPartition("app.public.orders", 1)})
+    orders = [TopicPartition("app.public.orders", n) for n in range(3)]
+    consumer = _Consumer({orders[1]})  # a crashed member still holds 0 and 2
+    batch = [_message("app.public.orders", 1, 5), _message("app.public.orders", 1, 6),
+             _message("app.public.customers", 0, 0)]
+    admitted = sink.admit(batch, cast(Consumer, consumer), lambda where: 0,
+                          lambda topic: 3 if topic.endswith("orders") else 1)
+    assert admitted == []  # the orders sent back to 5; customers: not held at all
+    assert (orders[1], 5) in consumer.seeks
+    consumer.held = {*orders, TopicPartition("app.public.customers", 0)}  # rebalanced
+    assert sink.admit(batch[:2], cast(Consumer, consumer), lambda where: 5,
+                      lambda topic: 3) == batch[:2]
+    consumer.held = {orders[1]}  # another process runs the same connector
+    monkeypatch.setattr("connectors.joins.sink.SPLIT_GRACE_S", 0.0)
     with pytest.raises(SplitJoinError, match=r"holds \[1\] of its 3"):
-        sink.admit([_message("app.public.orders", 1, 0)], cast(Consumer, consumer),
-                   lambda where: 0, lambda topic: 3)
+        sink.admit(batch[:1], cast(Consumer, consumer), lambda where: 0, lambda topic: 3)
     sink.store.close()

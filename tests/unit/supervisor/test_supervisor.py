@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -151,3 +154,23 @@ def test_terminal_errors_are_found_behind_the_command_error() -> None:
 
     assert is_terminal(failing(TerminalError("lost slot")))
     assert not is_terminal(failing(DistributaryError("connection refused")))
+
+
+# a child started after its supervisor was killed: its parent is already init
+ORPHAN = """
+import os, sys, time
+from cdc.supervisor.child import stop_when_orphaned, supervisor_pid
+assert supervisor_pid() == int(os.environ["DISTRIBUTARY_SUPERVISOR_PID"]) != os.getppid()
+stop_when_orphaned(supervisor_pid())
+time.sleep(30)
+sys.exit(5)
+"""
+
+
+def test_a_child_whose_supervisor_died_before_it_started_stops_at_once() -> None:
+    started = time.monotonic()
+    # the supervisor named in the environment is gone (pid 1 is never this test's pid)
+    done = subprocess.run([sys.executable, "-c", ORPHAN], timeout=20, capture_output=True,
+                          env={**os.environ, "DISTRIBUTARY_SUPERVISOR_PID": "1"})
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert time.monotonic() - started < 10
