@@ -14,7 +14,7 @@ from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_e
 from cdc.errors import DistributaryError, config_error_in
 from cdc.extras import MissingExtraError
 from cdc.log import Log
-from cdc.log.open import open_log
+from cdc.log.target import open_log_or_exit
 from cdc.logsetup import configure_logging
 
 from .runtime import ConnectorFailedError, ConnectorRunner, RuntimeMetrics
@@ -87,7 +87,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     protect_secrets(config)
     connectors = select_connectors(config, names)
     metrics = RuntimeMetrics()
-    event_log = open_log(config.log)
+    event_log = open_log_or_exit(config.log)
     stop = stop_on_signals()
     spare_the_cycle_collector()
     observability = None

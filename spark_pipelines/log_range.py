@@ -53,7 +53,8 @@ def _cursor(source: LogSource, topic: str, partition: int) -> _Cursor:
         return TopicReader(source.path, topic, partitions=[partition])
     from cdc.log.kafka import KafkaLog
 
-    log = KafkaLog(source.bootstrap_servers)
+    log = source.open_log()
+    assert isinstance(log, KafkaLog)
     try:
         return log.topic_reader(topic, partitions=[partition])
     finally:

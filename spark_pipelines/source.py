@@ -29,10 +29,12 @@ from pyspark.sql.types import (
 )
 
 from cdc.config import PipelineConfig
+from cdc.config.event_log import LogConfig
 from cdc.config.topic_names import TopicNamer
 from cdc.log import Log
 from cdc.log.file import FileLog
 
+from .kafka_options import kafka_security_options
 from .log_source import read_topic
 
 EndOffsets = Mapping[int, int]
@@ -48,13 +50,15 @@ class LogSource:
     path: Path | None = None
     bootstrap_servers: tuple[str, ...] = ()
     topic_names: Mapping[str, str] = field(default_factory=dict)  # log.topic_names
+    log: LogConfig | None = None
+    """The whole ``log:`` section (its Kafka security settings), when read from a file."""
 
     @classmethod
     def of(cls, config: PipelineConfig) -> LogSource:
         """The log of a pipeline file."""
         log = config.log
         return cls(log.backend, config.topic_prefix, log.path, tuple(log.bootstrap_servers),
-                   dict(log.topic_names))
+                   dict(log.topic_names), log)
 
     def topic(self, table: str) -> str:
         """The topic of ``schema.table`` (the capture's rule: ``cdc.config.topic_names``)."""
@@ -70,9 +74,18 @@ class LogSource:
         if self.backend == "file":
             assert self.path is not None
             return FileLog(self.path)
+        if self.log is not None:  # its security settings, and the first-contact check
+            from cdc.log.open import open_log
+
+            return open_log(self.log)
         from cdc.log.kafka import KafkaLog
 
         return KafkaLog(self.bootstrap_servers)
+
+    def kafka_options(self) -> dict[str, str]:
+        """Spark's Kafka source options: the brokers and the security settings."""
+        security = kafka_security_options(self.log) if self.log is not None else {}
+        return {"kafka.bootstrap.servers": ",".join(self.bootstrap_servers), **security}
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Partition → the offset after its last record, now (empty if no such topic)."""
@@ -105,7 +118,7 @@ class LogSource:
                     ends: EndOffsets) -> DataFrame:
         ending = orjson.dumps({topic: {str(p): end for p, end in ends.items()}}).decode()
         raw = (spark.read.format("kafka")
-               .option("kafka.bootstrap.servers", ",".join(self.bootstrap_servers))
+               .options(**self.kafka_options())
                .option("subscribe", topic)
                .option("kafka.isolation.level", "read_committed")  # the capture's commits
                .option("startingOffsets", "earliest")

@@ -13,7 +13,7 @@ import psycopg
 
 from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_exit
 from cdc.errors import ConfigError, DistributaryError
-from cdc.log.open import open_log
+from cdc.log.target import open_log_or_exit
 from cdc.logsetup import configure_logging, protect_secrets
 
 from .runner import Capture, CaptureSettings
@@ -50,7 +50,7 @@ def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     configure_logging()
     config = load_config_or_exit(config_path)
     protect_secrets(config)
-    event_log = open_log(config.log)
+    event_log = open_log_or_exit(config.log)
     stop = stop_on_signals()
     settings = CaptureSettings(recreate_lost_slot=recreate_lost_slot,
                                takeover_after_s=config.capture.takeover_after.total_seconds())

@@ -8,7 +8,7 @@ the limit of existing topics below it when it first writes to them.
 from __future__ import annotations
 
 from cdc.config import PipelineConfig
-from cdc.errors import LogError
+from cdc.errors import ConfigError, LogError
 
 from .findings import Finding
 
@@ -23,14 +23,21 @@ def kafka_limit_findings(config: PipelineConfig) -> list[Finding]:
         from confluent_kafka import KafkaException
 
         from cdc.log.kafka import KafkaAdmin
+        from cdc.log.kafka.access import check_access
         from cdc.log.kafka.admin import Replication
+        from cdc.log.kafka.security import client_security
         from cdc.log.kafka.settings import message_bytes
     except ImportError as exc:
         return [Finding("error", "kafka", str(exc), "pip install 'distributary[kafka]'")]
     setting = config.log.max_record_bytes
     needed = message_bytes(setting)
-    admin = KafkaAdmin({"bootstrap.servers": ",".join(config.log.bootstrap_servers)},
-                       config.log.partitions, setting,
+    servers = ",".join(config.log.bootstrap_servers)
+    client = {"bootstrap.servers": servers, **client_security(config.log)}
+    try:
+        check_access(client, servers)
+    except ConfigError as exc:  # a login, certificate or protocol the cluster refused
+        return [Finding("error", "kafka", str(exc), "fix the setting it names")]
+    admin = KafkaAdmin(client, config.log.partitions, setting,
                        Replication(config.log.replication_factor,
                                    config.log.min_insync_replicas))
     try:

@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr, model_validator
 
 from cdc.config.base import ConfigModel, Loc, raise_field_problems
 from cdc.config.fields import DataSize, Duration, RetentionSize, RetentionTime, TopicName
@@ -92,6 +92,32 @@ class LogConfig(ConfigModel):
         "topics; with fewer in sync the capture acknowledges nothing and waits); null: 2 "
         "where replication_factor is 3 or more, else 1")
 
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="kafka backend: how clients talk to the brokers: "
+        "PLAINTEXT, SSL (TLS), SASL_PLAINTEXT (a login, no TLS) or SASL_SSL (a login over TLS)")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        default=None, description="kafka backend, SASL_*: the login's mechanism")
+    sasl_username: str | None = Field(default=None,
+                                      description="kafka backend, SASL_*: the login's user")
+    sasl_password: SecretStr | None = Field(
+        default=None, description="kafka backend, SASL_*: the login's password (or "
+        "sasl_password_file: a file holding it)")
+    ssl_ca_location: Path | None = Field(
+        default=None, description="kafka backend, SSL/SASL_SSL: PEM file of the CA "
+        "certificates that sign the brokers' certificates; null: the system's CAs")
+    ssl_certificate_location: Path | None = Field(
+        default=None, description="kafka backend, SSL/SASL_SSL: PEM file of this client's "
+        "certificate, for brokers that require one (with ssl_key_location)")
+    ssl_key_location: Path | None = Field(
+        default=None, description="kafka backend, SSL/SASL_SSL: PEM file of the key of "
+        "ssl_certificate_location")
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="kafka backend: the password of an encrypted "
+        "ssl_key_location (or ssl_key_password_file)")
+    ssl_verify_hostname: bool = Field(
+        default=True, description="kafka backend, SSL/SASL_SSL: check that a broker's "
+        "certificate names the host connected to (false: any certificate of a trusted CA)")
+
     @model_validator(mode="after")
     def _backend_settings(self) -> LogConfig:
         problems: list[tuple[Loc, str, object]] = []
@@ -117,6 +143,63 @@ class LogConfig(ConfigModel):
         if factor is not None and in_sync is not None and in_sync > factor:
             problems.append((("min_insync_replicas",), f"larger than replication_factor "
                              f"({factor}): no write could ever succeed; lower it", in_sync))
+        problems += self._security_problems()
         if problems:
             raise_field_problems("LogConfig", problems)
         return self
+
+    def _security_problems(self) -> list[tuple[Loc, str, object]]:
+        """Security settings that contradict ``backend``, ``security_protocol`` or each
+        other; files that do not exist. Passwords are never shown."""
+        sasl = {"sasl_mechanism": self.sasl_mechanism, "sasl_username": self.sasl_username,
+                "sasl_password": self.sasl_password}
+        tls = {"ssl_ca_location": self.ssl_ca_location,
+               "ssl_certificate_location": self.ssl_certificate_location,
+               "ssl_key_location": self.ssl_key_location,
+               "ssl_key_password": self.ssl_key_password,
+               "ssl_verify_hostname": None if self.ssl_verify_hostname else False}
+        shown = {name: None if name.endswith("password") or value is None else str(value)
+                 for name, value in {**sasl, **tls}.items()}
+        problems: list[tuple[Loc, str, object]] = []
+        if self.backend == "file":
+            given: list[tuple[str, str | None]] = (
+                [("security_protocol", self.security_protocol)]
+                if self.security_protocol != "PLAINTEXT" else [])
+            given += [(name, shown[name]) for name, value in {**sasl, **tls}.items()
+                      if value is not None]
+            return [((name,), "only used when backend is 'kafka'; remove it or set "
+                     "backend: kafka", value) for name, value in given]
+        protocol = self.security_protocol
+        if protocol.startswith("SASL_"):
+            problems += [((name,), f"required when security_protocol is {protocol}; "
+                          f"expected {_EXPECTED[name]}", None)
+                         for name, value in sasl.items() if value is None]
+        else:
+            problems += [((name,), f"only used when security_protocol is SASL_PLAINTEXT or "
+                          f"SASL_SSL (it is {protocol}); remove it or set security_protocol: "
+                          "SASL_SSL", shown[name]) for name, value in sasl.items()
+                         if value is not None]
+        if not protocol.endswith("SSL"):
+            problems += [((name,), f"only used when security_protocol is SSL or SASL_SSL "
+                          f"(it is {protocol}); remove it or set security_protocol: SASL_SSL "
+                          "(or SSL)", shown[name]) for name, value in tls.items()
+                         if value is not None]
+            return problems
+        pair = ("ssl_certificate_location", "ssl_key_location")
+        for name, other in (pair, pair[::-1]):
+            if tls[name] is not None and tls[other] is None:
+                problems.append(((other,), f"required when {name} is set (a client "
+                                 "certificate needs its key)", None))
+        if self.ssl_key_password is not None and self.ssl_key_location is None:
+            problems.append((("ssl_key_password",), "only used with ssl_key_location; "
+                             "remove it or set ssl_key_location", None))
+        for name in ("ssl_ca_location", *pair):
+            location = tls[name]
+            if isinstance(location, Path) and not location.is_file():
+                problems.append(((name,), "no such file; expected a PEM file", str(location)))
+        return problems
+
+
+_EXPECTED = {"sasl_mechanism": "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+             "sasl_username": "the user Kafka knows this pipeline as",
+             "sasl_password": "the user's password (or sasl_password_file)"}

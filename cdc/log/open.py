@@ -35,16 +35,23 @@ def file_settings(config: LogConfig) -> FileLogSettings:
 
 
 def open_log(config: LogConfig) -> Log:
-    """A ``FileLog`` or a Kafka log, as configured."""
+    """A ``FileLog`` or a Kafka log, as configured. A Kafka log is reached once first:
+    a login, certificate or protocol the cluster refuses raises ``ConfigError`` naming
+    the ``log.*`` setting (a cluster that does not answer is left to the retries)."""
     if config.backend == "file":
         assert config.path is not None  # the config model requires it
         return FileLog(config.path, file_settings(config))
     check_backend(config)
     from .kafka import KafkaLog
+    from .kafka.access import check_access
     from .kafka.admin import Replication
+    from .kafka.security import client_security
 
+    servers = ",".join(config.bootstrap_servers)
+    security = client_security(config)
+    check_access({"bootstrap.servers": servers, **security}, servers)
     return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
-                    max_record_bytes=config.max_record_bytes,
+                    client_config=security, max_record_bytes=config.max_record_bytes,
                     replication=Replication(config.replication_factor,
                                             config.min_insync_replicas))
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 import click
 from pydantic import ValidationError
 
-from cdc.errors import LogError
+from cdc.config.commands import ConfigErrorExit
+from cdc.errors import ConfigError, LogError
 
 from .open import open_log
 from .records import Message
@@ -68,10 +69,19 @@ def where(config: LogConfig) -> str:
     return "Kafka at " + ",".join(config.bootstrap_servers)
 
 
+def open_log_or_exit(config: LogConfig) -> Log:
+    """``open_log``; a login, certificate or protocol Kafka refused at the first contact
+    (``ConfigError``) becomes one line naming the setting, exit status 2."""
+    try:
+        return open_log(config)
+    except ConfigError as exc:
+        raise ConfigErrorExit(str(exc)) from None
+
+
 def open_target(config: LogConfig) -> Log:
     """The log, or a one-line error naming what is wrong."""
     try:
-        return open_log(config)
+        return open_log_or_exit(config)
     except LogError as exc:
         raise click.ClickException(str(exc)) from None
 

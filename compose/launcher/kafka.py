@@ -26,6 +26,7 @@ from .base import (
     wait_until,
 )
 from .jars import jdk_tool, resolve_jars
+from .kafka_security import ListenerSecurity
 
 _NODE_ID = 1
 _LOG4J2 = """\
@@ -40,15 +41,23 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 
 
 class KafkaServer(LocalServer):
-    """One KRaft Kafka node on a free loopback port; ``bootstrap_servers`` is its address."""
+    """One KRaft Kafka node on a free loopback port; ``bootstrap_servers`` is its address.
+
+    ``security`` serves that client listener with TLS and/or SASL (``ListenerSecurity``);
+    brokers then talk on a PLAINTEXT listener of their own, ``internal_servers``.
+    """
 
     name = "kafka"
 
-    def __init__(self, *, heap: str = "512m", start_timeout: float = 120.0) -> None:
+    def __init__(self, *, heap: str = "512m", start_timeout: float = 120.0,
+                 security: ListenerSecurity | None = None) -> None:
         super().__init__()
         self.port = free_port()
         self.controller_port = free_port()
         self.bootstrap_servers = f"{LOOPBACK}:{self.port}"
+        self.security = security or ListenerSecurity()
+        self.internal_servers = (self.bootstrap_servers if self.security.plaintext
+                                 else f"{LOOPBACK}:{free_port()}")
         self._heap = heap
         self._start_timeout = start_timeout
 
@@ -62,7 +71,8 @@ class KafkaServer(LocalServer):
                f"-Dlog4j2.configurationFile={log4j2}", f"-Djava.io.tmpdir={self.workdir}",
                "-cp", os.pathsep.join(map(str, jars))]
         run_checked([*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
-                     "-t", _random_cluster_id(), "-c", str(properties)],
+                     "-t", _random_cluster_id(), "-c", str(properties),
+                     *self.security.format_arguments()],
                     what="kafka storage format")
         self._spawn([*jvm, "kafka.Kafka", str(properties)])
         what = f"kafka on {self.bootstrap_servers}"
@@ -77,11 +87,7 @@ class KafkaServer(LocalServer):
             "process.roles": "broker,controller",
             "node.id": _NODE_ID,
             "controller.quorum.voters": f"{_NODE_ID}@{controller}",
-            "listeners": f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{controller}",
-            "advertised.listeners": f"PLAINTEXT://{self.bootstrap_servers}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self._listeners(controller),
             "log.dirs": self.workdir / "data",
             "num.partitions": 1,
             "auto.create.topics.enable": "false",
@@ -96,6 +102,26 @@ class KafkaServer(LocalServer):
         }
         return "".join(f"{key}={value}\n" for key, value in settings.items())
 
+    def _listeners(self, controller: str) -> dict[str, object]:
+        """One PLAINTEXT listener for clients and brokers; with ``security``, a ``CLIENT``
+        listener served as it says and a PLAINTEXT ``BROKER`` one."""
+        if self.security.plaintext:
+            return {"listeners": f"PLAINTEXT://{self.bootstrap_servers},"
+                                 f"CONTROLLER://{controller}",
+                    "advertised.listeners": f"PLAINTEXT://{self.bootstrap_servers}",
+                    "controller.listener.names": "CONTROLLER",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
+                                                      "CONTROLLER:PLAINTEXT"}
+        clients, brokers = self.bootstrap_servers, self.internal_servers
+        return {"listeners": f"CLIENT://{clients},BROKER://{brokers},CONTROLLER://{controller}",
+                "advertised.listeners": f"CLIENT://{clients},BROKER://{brokers}",
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "BROKER",
+                "listener.security.protocol.map": f"CLIENT:{self.security.protocol},"
+                                                  "BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                **self.security.listener_properties("CLIENT", self.workdir)}
+
     def _metadata_ready(self) -> bool:
         """True once a metadata request through the Kafka protocol lists this broker."""
         try:
@@ -103,7 +129,7 @@ class KafkaServer(LocalServer):
             from confluent_kafka.admin import AdminClient
         except ImportError:  # no Python client installed: an open port has to do
             return True
-        admin: Any = AdminClient({"bootstrap.servers": self.bootstrap_servers,
+        admin: Any = AdminClient({"bootstrap.servers": self.internal_servers,
                                   "socket.connection.setup.timeout.ms": 2000})
         with contextlib.suppress(KafkaException):
             metadata = admin.list_topics(timeout=2)

@@ -36,10 +36,12 @@ class CertificateAuthority:
                  "-days", "2", "-subj", f"/CN={name}", cwd=directory)
         return cls(directory, name)
 
-    def issue(self, name: str, common_name: str, *, server: bool) -> tuple[Path, Path]:
-        """A certificate and key signed by this CA; returns (cert, key), key mode 0600."""
+    def issue(self, name: str, common_name: str, *, server: bool,
+              alt_names: str = "IP:127.0.0.1,DNS:localhost") -> tuple[Path, Path]:
+        """A certificate and key signed by this CA (a server's for ``alt_names``);
+        returns (cert, key), key mode 0600."""
         extensions = self.directory / f"{name}.ext"
-        usage = ("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+        usage = (f"subjectAltName={alt_names}\nextendedKeyUsage=serverAuth\n"
                  if server else "extendedKeyUsage=clientAuth\n")
         extensions.write_text("basicConstraints=CA:FALSE\n" + usage)
         _openssl("req", *_EC, "-keyout", f"{name}.key", "-out", f"{name}.csr",
