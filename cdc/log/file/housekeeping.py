@@ -5,7 +5,9 @@ a check is due. Retention (``log.retention_ms`` / ``retention_bytes``) is checke
 ``RETENTION_CHECK_S``, at most ``RETENTION_SLICE`` partitions at a time, so a sweep of
 thousands of partitions never stalls an append; compaction runs every
 ``compaction_interval_ms`` over the compacted topics (all topics with
-``compact_all_topics``). Topics that keep their history (``history``) are never touched.
+``compact_all_topics``, each marked compacted in its metadata before its first rewrite, so
+readers take the gaps compaction leaves at a segment's end for what they are, not for a
+truncated file). Topics that keep their history (``history``) are never touched.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..records import TopicPartition
 from .compaction import compact_partition
 from .directory import FileLogSettings
 from .retention import apply_retention
-from .topics import read_meta
+from .topics import TopicMeta, read_meta, write_meta
 from .writer import PartitionWriter
 
 RETENTION_CHECK_S = 30.0  # every partition written is checked this often
@@ -82,6 +84,8 @@ class Housekeeping:
                 pass
             elif not settings.compact_all_topics or keeps_history(tp.topic):
                 continue
+            elif meta is not None:
+                write_meta(self._root, tp.topic, TopicMeta(meta.partitions, compacted=True))
             removed += compact_partition(writer.directory, tp.topic, tp.partition,
                                          delete_retention_ms=settings.delete_retention_ms,
                                          min_dirty_ratio=ratio).records_removed
