@@ -6,10 +6,12 @@ DEMO_ARGS ?=
 CHAOS_ARGS ?=
 BACKEND ?= file
 FUZZ_SECONDS ?= 60
+SOAK_MINUTES ?= 30
+SOAK_ARGS ?=
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins chaos clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins chaos soak clean
 
 setup:
 	@bash compose/setup.sh
@@ -104,6 +106,12 @@ chaos: setup
 	$(BIN)/python -m chaos.fuzz_pgoutput -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
 	$(BIN)/python -m chaos.fuzz_native -max_total_time=$$(( ($(FUZZ_SECONDS) + 1) / 2 ))
 	$(BIN)/python -m chaos --backend $(BACKEND) $(CHAOS_ARGS)
+
+# cdc run for SOAK_MINUTES under a steady 5,000 rows/s with outages of each sink, a killed
+# connector and a PostgreSQL restart; samples and a chart in soak-results/ (python -m soak).
+soak: setup
+	$(BIN)/pip install -q -r soak/requirements.txt
+	$(BIN)/python -m soak --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
 
 # The download cache (jars, PostgreSQL builds; /var/cache/distributary, shared by every
 # clone, or .cache/ or $DISTRIBUTARY_CACHE) is kept: remove it by hand to download again.

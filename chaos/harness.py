@@ -166,22 +166,27 @@ def wait_until(check: Any, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
-def _slot_flushed_past(dsn: str, target: int) -> bool:
+def slot_flushed_past(dsn: str, target: int, slot: str = NAME) -> bool:
+    """True once ``slot`` has confirmed everything up to ``target`` (False while the
+    server does not answer)."""
     try:
         with psycopg.connect(dsn, connect_timeout=5) as conn:
             row = conn.execute("SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
-                               "WHERE slot_name = %s", (NAME,)).fetchone()
+                               "WHERE slot_name = %s", (slot,)).fetchone()
     except psycopg.OperationalError:
         return False
     return row is not None and row[0] is not None and parse_lsn(row[0]) >= target
 
 
-def _groups_caught_up(config: PipelineConfig) -> bool:
+def groups_caught_up(config: PipelineConfig, tables: tuple[str, ...] = TABLES,
+                     groups: tuple[str, ...] = CONNECTORS) -> bool:
+    """True once every group has committed the end of every partition of the tables'
+    topics."""
     event_log = open_log(config.log)
     try:
         admin = event_log.admin()
-        topics = {config.topic_for("public", table) for table in TABLES} & set(admin.topics())
-        for group in CONNECTORS:
+        topics = {config.topic_for("public", table) for table in tables} & set(admin.topics())
+        for group in groups:
             lags = {(lag.topic, lag.partition): lag.committed or 0
                     for lag in admin.group_lag(group)}
             for topic in topics:
@@ -270,13 +275,13 @@ def run_chaos(options: ChaosOptions) -> ChaosResult:
         writer.join()
         log.info("workload stopped after %d transactions; waiting for the pipeline",
                  workload.stats.transactions)
-        target = _current_lsn(dsn)
+        target = current_lsn(dsn)
         failures = captures.failures + connect.failures
         wait_until(lambda: _not_crash_looping(children, failures)
-                   and _slot_flushed_past(dsn, target), options.catch_up_s,
+                   and slot_flushed_past(dsn, target), options.catch_up_s,
                    f"the capture acknowledged everything ({_tails(captures.processes)})")
         wait_until(lambda: _not_crash_looping(children, failures)
-                   and _groups_caught_up(config), options.catch_up_s,
+                   and groups_caught_up(config), options.catch_up_s,
                    f"the connectors caught up ({connect.log_tail()})")
         event_log = open_log(config.log)  # checked while the pipeline runs (for reconcile)
         try:
@@ -331,7 +336,8 @@ def _slot_exists(dsn: str) -> bool:
                             (NAME,)).fetchone() is not None
 
 
-def _current_lsn(dsn: str) -> int:
+def current_lsn(dsn: str) -> int:
+    """The server's current WAL position."""
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
     assert row is not None
