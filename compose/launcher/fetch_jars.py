@@ -15,13 +15,15 @@ from .postgres_versions import VERSIONS, bin_dir
 
 def _bundles() -> list[tuple[str, Callable[[], list[Path]]]]:
     return [("opensearch", lambda: resolve_jars("opensearch")),
+            ("opensearch-security", lambda: resolve_jars("opensearch-security")),
             ("kafka", lambda: resolve_jars("kafka")),
             ("spark-kafka", spark_kafka_jars),
             ("postgres", lambda: [bin_dir(major) for major in sorted(VERSIONS)])]
 
 
 def main() -> int:
-    """Resolve the OpenSearch, Kafka and Spark-Kafka bundles; print one line each."""
+    """Resolve the OpenSearch (plain and with its security plugin), Kafka and Spark-Kafka
+    bundles and the PostgreSQL builds; print one line each."""
     for bundle, resolve in _bundles():
         started = time.monotonic()
         try:

@@ -2,7 +2,8 @@
 that speaks TLS to a server that does not (Redis, OpenSearch), stops the connector at
 start-up with one line naming the setting (exit status 2), instead of retrying as if the
 server were down; once it has connected, the same refusal (a password rotated mid-run) is
-retried."""
+retried. OpenSearch's own logins and certificates, against a node with its security
+plugin: test_opensearch_security.py."""
 
 from __future__ import annotations
 
@@ -129,17 +130,3 @@ def test_opensearch_over_tls_to_a_plain_http_server_is_a_config_error(
     plain.open()  # the same server, by its scheme
     plain.close()
 
-
-def test_an_opensearch_certificate_that_does_not_verify_is_a_config_error(
-        tls_redis: tuple[RedisServer, CertificateAuthority, CertificateAuthority]) -> None:
-    # the launcher's OpenSearch has no TLS (its security plugin is not installed): the TLS
-    # endpoint here is the TLS Redis's; the handshake, where the verification fails, comes
-    # before any HTTP, so what the sink sees is what a TLS OpenSearch with that
-    # certificate gives
-    server, _, stranger = tls_redis
-    config = OpenSearchSinkConfig.model_validate({
-        "hosts": [f"https://127.0.0.1:{server.port}"], "ca_certs": str(stranger.cert),
-        "request_timeout": "5s"})
-    with pytest.raises(ConfigError, match=f"config.ca_certs: OpenSearch at 127.0.0.1:"
-                       f"{server.port}: OpenSearch's TLS certificate did not verify"):
-        OpenSearchSink(config).open()

@@ -1,0 +1,186 @@
+"""The OpenSearch sink against a real OpenSearch with its security plugin (the launcher's,
+HTTPS with a certificate of our CA, basic-auth users): the right settings work end to end;
+a refused login, a CA that does not verify the certificate or a host name it does not
+name is a configuration error at start-up naming the ``config.*`` setting (``cdc
+connect``: one line, exit status 2, no password shown); a password that turns wrong after
+the sink has connected is retried, and writing resumes once it is right again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from cdc.errors import ConfigError
+from compose.launcher.opensearch import OpenSearchServer
+from compose.launcher.opensearch_security import BACKEND_ROLE, SecurityOptions
+from connectors.contract import SinkUnavailableError
+from connectors.opensearch import OpenSearchSinkConfig
+from connectors.opensearch.sink import OpenSearchSink
+from tests.unit.connectors.sink_events import TableEvents
+
+from .certs import CertificateAuthority
+from .cli import cdc
+
+pytestmark = pytest.mark.integration
+
+ADMIN, ADMIN_PASSWORD = "admin", "admin-Secret-7741"
+USER, PASSWORD = "indexer", "search-Secret-3318"
+WRONG = "not-the-Search-Secret-9920"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    server: OpenSearchServer
+    issuer: CertificateAuthority
+    stranger: CertificateAuthority
+
+    def admin(self) -> OpenSearch:
+        return OpenSearch(hosts=[self.server.url], http_auth=(ADMIN, ADMIN_PASSWORD),
+                          ca_certs=str(self.issuer.cert), timeout=30)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A secured node whose certificate (of ``issuer``) names 127.0.0.1 only, not
+    ``localhost``; users ``admin`` and ``indexer``."""
+    directory = tmp_path_factory.mktemp("opensearch-tls")
+    issuer = CertificateAuthority.create(directory, "issuer")
+    stranger = CertificateAuthority.create(directory, "stranger")
+    cert, key = issuer.issue("opensearch", "opensearch", server=True, alt_names="IP:127.0.0.1")
+    security = SecurityOptions(cert, key, issuer.cert,
+                               users={ADMIN: ADMIN_PASSWORD, USER: PASSWORD})
+    with OpenSearchServer(security=security, heap="768m") as server:
+        yield Cluster(server, issuer, stranger)
+
+
+def sink(cluster: Cluster, *, password: str | None = PASSWORD, host: str | None = None,
+         ca: Path | None = None) -> OpenSearchSink:
+    settings: dict[str, Any] = {"hosts": [host or cluster.server.url],
+                                "ca_certs": str(ca or cluster.issuer.cert),
+                                "request_timeout": "10s"}
+    if password is not None:
+        settings |= {"username": USER, "password": password}
+    return OpenSearchSink(OpenSearchSinkConfig.model_validate(settings))
+
+
+def set_password(cluster: Cluster, password: str) -> None:
+    """Change the indexer's password through the security plugin's REST API."""
+    admin = cluster.admin()
+    try:
+        answer = admin.transport.perform_request(
+            "PUT", f"/_plugins/_security/api/internalusers/{USER}",
+            body={"password": password, "backend_roles": [BACKEND_ROLE]})
+        assert answer["status"] == "OK", answer
+    finally:
+        admin.close()
+
+
+def stored(cluster: Cluster, index: str) -> dict[str, Any]:
+    admin = cluster.admin()
+    try:
+        admin.indices.refresh(index=index)
+        hits = admin.search(index=index, body={"size": 100})["hits"]["hits"]
+        return {hit["_id"]: hit["_source"] for hit in hits}
+    finally:
+        admin.close()
+
+
+def test_the_right_login_over_https_writes_documents(cluster: Cluster) -> None:
+    assert cluster.server.url.startswith("https://127.0.0.1:")
+    table = TableEvents(table="logged_in")
+    opened = sink(cluster)
+    opened.open()
+    try:
+        result = opened.write([table.upsert({"id": 1, "title": "one"}, 100, op="c")])
+        assert result.rejected == []
+    finally:
+        opened.close()
+    assert stored(cluster, "logged_in") == {"1": {"id": 1, "title": "one"}}
+
+
+def test_a_wrong_or_missing_password_is_a_config_error(cluster: Cluster) -> None:
+    for password in (WRONG, None):
+        with pytest.raises(ConfigError, match=f"config.password: OpenSearch at 127.0.0.1:"
+                           f"{cluster.server.port}: OpenSearch refused the login") as raised:
+            sink(cluster, password=password).open()
+        assert WRONG not in str(raised.value) and PASSWORD not in str(raised.value)
+
+
+def test_a_certificate_of_another_ca_is_a_config_error(cluster: Cluster) -> None:
+    with pytest.raises(ConfigError, match=f"config.ca_certs: OpenSearch at 127.0.0.1:"
+                       f"{cluster.server.port}: OpenSearch's TLS certificate did not verify"):
+        sink(cluster, ca=cluster.stranger.cert).open()
+
+
+def test_a_certificate_for_another_host_name_is_a_config_error(cluster: Cluster) -> None:
+    # the certificate names 127.0.0.1, not localhost (the same server)
+    by_name = f"https://localhost:{cluster.server.port}"
+    with pytest.raises(ConfigError, match=f"config.ca_certs: OpenSearch at localhost:"
+                       f"{cluster.server.port}: OpenSearch's TLS certificate did not verify"):
+        sink(cluster, host=by_name).open()
+
+
+def test_http_to_the_https_node_is_left_to_the_retries(cluster: Cluster) -> None:
+    plain = cluster.server.url.replace("https://", "http://", 1)
+    config = OpenSearchSinkConfig.model_validate({
+        "hosts": [plain], "username": USER, "password": PASSWORD, "request_timeout": "5s"})
+    with pytest.raises(SinkUnavailableError):  # the node drops it: like a server down
+        OpenSearchSink(config).open()
+
+
+def test_cdc_connect_stops_with_the_setting_to_fix(cluster: Cluster, tmp_path: Path) -> None:
+    (tmp_path / "search-password").write_text(WRONG + "\n")
+    config = tmp_path / "pipeline.yaml"
+    config.write_text(f"""
+source:
+  dsn: postgresql://127.0.0.1:9/none
+  slot: logins
+  publication: logins
+connectors:
+  - name: search
+    type: opensearch
+    topics: [logins.public.t]
+    config:
+      hosts: [{cluster.server.url}]
+      username: {USER}
+      password_file: {tmp_path / 'search-password'}
+      ca_certs: {cluster.issuer.cert}
+      request_timeout: 10s
+log: {{backend: file, path: "{tmp_path / 'log'}"}}
+""")
+    run = cdc("connect", "-c", str(config), timeout=120)
+    assert run.returncode == 2, run.stderr[-3000:]
+    # the last line is the one to read (the worker logs its failure before it)
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == run.stderr.strip().splitlines()[-1:], run.stderr[-3000:]
+    assert errors[0].startswith(f"Error: connector 'search': config.password: OpenSearch at "
+                                f"127.0.0.1:{cluster.server.port}: OpenSearch refused the "
+                                "login"), errors
+    assert WRONG not in run.output and PASSWORD not in run.output
+
+
+def test_a_password_changed_mid_run_is_retried(cluster: Cluster) -> None:
+    table = TableEvents(table="rotated")
+    opened = sink(cluster)
+    opened.open()
+    try:
+        assert opened.write([table.upsert({"id": 1}, 100, op="c")]).rejected == []
+        set_password(cluster, WRONG)  # the connector still has the old one
+        try:
+            with pytest.raises(SinkUnavailableError, match="HTTP 401"):
+                opened.write([table.upsert({"id": 2}, 200, op="c")])
+            opened.close()
+            with pytest.raises(SinkUnavailableError, match="HTTP 401"):
+                opened.open()  # connected before: an operator may put the password back
+        finally:
+            set_password(cluster, PASSWORD)
+        opened.open()
+        assert opened.write([table.upsert({"id": 2}, 200, op="c")]).rejected == []
+    finally:
+        opened.close()
+    assert set(stored(cluster, "rotated")) == {"1", "2"}
