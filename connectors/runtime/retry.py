@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from cdc.backoff import ExponentialBackoff
 from cdc.config import RetryConfig
-from cdc.errors import TerminalError, TransientError
+from cdc.errors import ConfigError, TerminalError, TransientError
 
 from .errors import RetriesExhaustedError, StopRequested, WriteRefusedError, describe
 
@@ -101,8 +101,8 @@ class Retrier:
             attempt += 1
             try:
                 return operation()
-            except (StopRequested, WriteRefusedError, RetriesExhaustedError):
-                raise
+            except (StopRequested, WriteRefusedError, RetriesExhaustedError, ConfigError):
+                raise  # ConfigError: a setting to fix (a login refused at start), not retried
             except TerminalError as exc:
                 raise WriteRefusedError(action, exc) from exc
             except Exception as exc:  # classified below; nothing is swallowed

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from cdc.config import ConnectorConfig
+from cdc.errors import ConfigError
 from cdc.extras import MissingExtraError
 from cdc.log import (
     Backpressure,
@@ -118,6 +119,8 @@ class ConnectorWorker:
         except StopRequested:
             log.info("%s: stopped while retrying; the batch in hand stays uncommitted",
                      connector.name, extra={"connector": connector.name})
+        except ConfigError as exc:  # a setting to fix: the command's one line says it
+            self.failure = exc
         except Exception as exc:  # reported by the runner; offsets stay uncommitted
             self.failure = exc
             log.error("%s: worker %d stopped: %s", connector.name, setup.context.worker,

@@ -155,9 +155,10 @@ log: {{backend: file, path: "{tmp_path / 'log'}"}}
 """)
     run = cdc("connect", "-c", str(config), timeout=120)
     assert run.returncode == 2, run.stderr[-3000:]
-    # the last line is the one to read (the worker logs its failure before it)
+    # one line to read, the last: no traceback of the worker before it
     errors = [line for line in run.stderr.splitlines() if line.startswith("Error: ")]
     assert errors == run.stderr.strip().splitlines()[-1:], run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and " ERROR " not in run.stderr, run.stderr[-3000:]
     assert errors[0].startswith(f"Error: connector 'search': config.password: OpenSearch at "
                                 f"127.0.0.1:{cluster.server.port}: OpenSearch refused the "
                                 "login"), errors

@@ -102,8 +102,10 @@ log: {{backend: file, path: "{tmp_path / 'log'}"}}
     done = subprocess.run([sys.executable, "-m", "cdc.cli", "connect", "-c", str(config)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "connector 'cache': config.password: Redis at 127.0.0.1:" in done.stderr, \
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: connector 'cache': config.password: Redis at 127.0.0.1:"), \
         done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and " ERROR " not in done.stderr, done.stderr[-3000:]
     assert WRONG not in done.stdout + done.stderr
 
 
