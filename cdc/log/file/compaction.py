@@ -22,6 +22,9 @@ from .writer import fsync_dir
 
 log = logging.getLogger(__name__)
 
+READ_BATCH = 2_000
+"""Records read at once: a batch of large records (TOASTed rows) is megabytes each."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
@@ -44,7 +47,7 @@ def compact_partition(directory: Path, topic: str, partition: int, *,
     reader = PartitionReader(directory, topic, partition)
     reader.seek(bases[0])
     try:
-        while batch := reader.read(50_000):
+        while batch := reader.read(READ_BATCH):
             for message in batch:
                 latest[message.key] = message.offset
             total += len(batch)
@@ -75,7 +78,7 @@ def _rewrite(path: Path, topic: str, partition: int, latest: dict[bytes, int],
     end = os.path.getsize(path)
     limit = _next_base(path)
     try:
-        while batch := reader.read(50_000):
+        while batch := reader.read(READ_BATCH):
             stop = False
             for m in batch:
                 if m.offset >= limit:

@@ -8,10 +8,17 @@ thousands of partitions never stalls an append; compaction runs every
 ``compact_all_topics``, each marked compacted in its metadata before its first rewrite, so
 readers take the gaps compaction leaves at a segment's end for what they are, not for a
 truncated file). Topics that keep their history (``history``) are never touched.
+
+Scheduled compaction runs on a thread of its own, never in the append: it reads whole
+partitions, and a capture waiting on it stalled for seconds (``make soak``'s lag spikes
+every interval). It rewrites closed segments only; retention leaves the partition being
+compacted alone until it is done (a segment removed under a rewrite would come back).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +30,8 @@ from .directory import FileLogSettings
 from .retention import apply_retention
 from .topics import TopicMeta, read_meta, write_meta
 from .writer import PartitionWriter
+
+log = logging.getLogger(__name__)
 
 RETENTION_CHECK_S = 30.0  # every partition written is checked this often
 RETENTION_SLICE = 256  # partitions checked at once
@@ -43,14 +52,34 @@ class Housekeeping:
         self._next_retention = now + retention_check_s
         self._next_compaction = now + settings.compaction_interval_ms / 1000
         self._cursor = 0
+        self._lock = threading.Lock()
+        self._compacting: Path | None = None  # the partition being compacted
+        self._background: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def after_append(self, writers: Writers) -> None:
         """Retention of the next slice of ``writers``, and compaction, when due."""
         now = time.monotonic()
         if now >= self._next_retention:
             self.enforce_retention(writers, max_partitions=RETENTION_SLICE)
-        if self._compaction and now >= self._next_compaction:
-            self.compact(writers)
+        if self._compaction and now >= self._next_compaction and not self.compacting:
+            self._next_compaction = now + self._settings.compaction_interval_ms / 1000
+            partitions = [(tp, w.directory) for tp, w in writers.items()]
+            self._background = threading.Thread(
+                target=self._compact_partitions, args=(partitions, None),
+                name="log compaction", daemon=True)
+            self._background.start()
+
+    @property
+    def compacting(self) -> bool:
+        """True while a scheduled compaction runs in the background."""
+        return self._background is not None and self._background.is_alive()
+
+    def stop(self) -> None:
+        """Stop a background compaction after the partition in hand, and wait for it."""
+        self._stopping.set()
+        if self._background is not None:
+            self._background.join()
 
     def enforce_retention(self, writers: Writers, *, max_partitions: int | None = None) -> int:
         """Apply the log's retention to ``writers``' partitions (all of them, or the next
@@ -68,17 +97,32 @@ class Housekeeping:
             self._cursor = start + max_partitions
         if settings.retention_ms is None and settings.retention_bytes is None:
             return 0
-        return sum(apply_retention(w.directory, retention_ms=settings.retention_ms,
-                                   retention_bytes=settings.retention_bytes)
-                   for w in chosen)
+        removed = 0
+        for writer in chosen:
+            with self._lock:  # not the partition being compacted: checked next time
+                if writer.directory == self._compacting:
+                    continue
+                removed += apply_retention(writer.directory, retention_ms=settings.retention_ms,
+                                           retention_bytes=settings.retention_bytes)
+        return removed
 
     def compact(self, writers: Writers, *, min_dirty_ratio: float | None = None) -> int:
-        """Compact the compacted topics' partitions among ``writers``; records removed."""
+        """Compact the compacted topics' partitions among ``writers`` now, in this thread;
+        records removed."""
+        self._next_compaction = time.monotonic() + self._settings.compaction_interval_ms / 1000
+        if self._background is not None:
+            self._background.join()  # never two compactions of a partition at once
+        return self._compact_partitions([(tp, w.directory) for tp, w in writers.items()],
+                                        min_dirty_ratio)
+
+    def _compact_partitions(self, partitions: list[tuple[TopicPartition, Path]],
+                            min_dirty_ratio: float | None) -> int:
         settings = self._settings
-        self._next_compaction = time.monotonic() + settings.compaction_interval_ms / 1000
         ratio = settings.min_dirty_ratio if min_dirty_ratio is None else min_dirty_ratio
         removed = 0
-        for tp, writer in writers.items():
+        for tp, directory in partitions:
+            if self._stopping.is_set():
+                break
             meta = read_meta(self._root, tp.topic)
             if meta is not None and meta.compacted:
                 pass
@@ -86,7 +130,18 @@ class Housekeeping:
                 continue
             elif meta is not None:
                 write_meta(self._root, tp.topic, TopicMeta(meta.partitions, compacted=True))
-            removed += compact_partition(writer.directory, tp.topic, tp.partition,
-                                         delete_retention_ms=settings.delete_retention_ms,
-                                         min_dirty_ratio=ratio).records_removed
+            with self._lock:
+                self._compacting = directory
+            try:
+                removed += compact_partition(directory, tp.topic, tp.partition,
+                                             delete_retention_ms=settings.delete_retention_ms,
+                                             min_dirty_ratio=ratio).records_removed
+            except Exception:  # a background run must not die silently: said, retried later
+                if threading.current_thread() is not self._background:
+                    raise
+                log.exception("compaction of %s[%d] failed; retried at the next interval",
+                              tp.topic, tp.partition)
+            finally:
+                with self._lock:
+                    self._compacting = None
         return removed

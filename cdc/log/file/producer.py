@@ -269,6 +269,7 @@ class FileProducer:
 
     def close(self) -> None:
         """Close every partition file and release the writer lock."""
+        self._housekeeping.stop()
         try:
             self._durability.finish()  # every segment synced, the journal deleted
         finally:

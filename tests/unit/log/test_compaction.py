@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 
 from cdc.log import Position, Record, StartAt
-from cdc.log.file import FileLog, FileLogSettings
-from cdc.log.file.compaction import compact_partition
+from cdc.log.file import FileLog, FileLogSettings, housekeeping
+from cdc.log.file.compaction import CompactionResult, compact_partition
 
 TOPIC = "app.public.kv"
 
@@ -82,4 +85,36 @@ def test_log_compaction_marks_the_topics_it_compacts(log_dir: Path) -> None:
     assert offsets == sorted(offsets) and offsets[-1] == version - 1
     assert {key: newest[key] for key in (1, 2, 3)} == {1: 28, 2: 29, 3: 30}
     assert len(newest) == 15
+    log.close()
+
+
+def test_scheduled_compaction_runs_beside_the_appends(log_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # in the append it stalled the capture for seconds each interval (make soak); now a
+    # thread compacts while appends go on, and retention leaves that partition alone
+    entered, release = threading.Event(), threading.Event()
+    real = compact_partition
+
+    def slow(directory: Path, *args: Any, **kwargs: Any) -> CompactionResult:
+        entered.set()
+        assert release.wait(10)
+        return real(directory, *args, **kwargs)
+
+    monkeypatch.setattr(housekeeping, "compact_partition", slow)
+    settings = FileLogSettings(default_partitions=1, segment_bytes=600, compact_all_topics=True,
+                               compaction_interval_ms=0, retention_bytes=1)
+    log = FileLog(log_dir, settings)
+    log.admin().create_topic(TOPIC, 1)
+    producer = log.producer()
+    write(log, 1, 1)
+    assert entered.wait(5), "a scheduled compaction started"
+    directory = log_dir / TOPIC / "partition=0"
+    for version in range(2, 40):  # appends go on while the compaction is held
+        write(log, 1, version)
+    segments = sorted(directory.glob("*.jsonl"))
+    assert len(segments) > 3
+    assert producer.enforce_retention() == 0, "the partition being compacted is left alone"
+    release.set()
+    producer.compact()  # waits for the background one first
+    assert producer.enforce_retention() > 0, "retention acts once it is done"
     log.close()
