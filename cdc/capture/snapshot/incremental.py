@@ -356,7 +356,10 @@ class IncrementalSnapshots:
             self.add_new_tables(self._published())
         if self.refusal is not None and self.states:
             self._refuse_all(self.refusal)
-        if self._chunk is not None or not self.states or time.monotonic() < self._retry_at:
+        if not self.states and self._chunk is None:
+            self._close()  # nothing left to read: no idle session held on the source
+            return
+        if self._chunk is not None or time.monotonic() < self._retry_at:
             return
         state = min(self.states.values(), key=lambda s: parse_lsn(s.request_lsn))
         try:

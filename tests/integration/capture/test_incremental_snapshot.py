@@ -8,6 +8,7 @@ key by source position) must give exactly the table's final content.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 import orjson
@@ -36,6 +37,19 @@ from .test_capture_crash import start_capture
 # 100,000 by default (some seconds here); the benchmark reads 1,000,000
 ROWS = int(os.environ.get("DISTRIBUTARY_SNAPSHOT_TEST_ROWS", "100000"))
 ITEMS = "SELECT row_to_json(i) FROM items i"
+
+
+def capture_sessions(dsn: str) -> int:
+    """Client sessions on the database other than this one (the capture's, once the
+    test's writer is done)."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND backend_type = 'client backend' "
+                           "AND pid <> pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 INCREMENTAL = ("incremental snapshots (cdc snapshot, tables joining the publication, "
                "snapshot: always on an existing slot)")
 
@@ -47,12 +61,20 @@ def test_incremental_snapshot_under_concurrent_writes(
     fill_items(env, ROWS)
     use_config(env, snapshot="never")
     run_capture()
+    settle(env)
+    sessions = capture_sessions(env.dsn)
     writer = PacedWriter(env.dsn, ROWS, rate=500)
     writer.start()
     request_snapshot(env, "--table", "public.items", "--chunk", "10000")
     done = wait_state(env, "public.items", "completed", timeout=600)
     transactions = writer.finish()
     settle(env)
+    # the session chunks were read with is closed once nothing is left to read (it was
+    # kept, idle, on the user's server until the capture stopped)
+    deadline = time.monotonic() + 10
+    while capture_sessions(env.dsn) > sessions and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert capture_sessions(env.dsn) == sessions
     assert transactions > 100, "the table changed while it was read"
     assert done.chunks in (ROWS // 10000, ROWS // 10000 + 1)  # the writer adds and deletes
     found = replay(env, "items")
