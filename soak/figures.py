@@ -9,13 +9,15 @@ does not count as growth and a passing spike does not either.
   any role.
 - ``soak_lag_p99_s``: the 99th percentile of the end-to-end lag (the larger of Redis's and
   OpenSearch's) over the per-second samples after the warm-up, outside every fault's
-  window — from the fault's start until the lag is back under ``CAUGHT_UP_S``; a sink
-  that does not answer outside those windows counts as infinitely late.
+  window — from the fault's start until it recovered; a sink that does not answer
+  outside those windows counts as infinitely late.
 - ``soak_catchup_s``: the slowest recovery: from a fault's end (the server back, the
-  process killed, PostgreSQL restarted) until the lag is back under ``CAUGHT_UP_S``.
-- ``soak_disk_growth_mb``: the log's bytes on disk, median of the last third against the
-  median of the first third once retention has had time to act (``retention_s`` plus a
-  minute after the warm-up): what retention does not keep flat.
+  process killed, PostgreSQL restarted) until the lag is under ``CAUGHT_UP_S`` and stays
+  there for ``SETTLED_S`` (one sample under it, between late ones, is no recovery).
+- ``soak_disk_growth_mb``: the log's bytes on disk once retention has had time to act
+  (``retention_s`` plus a minute after the warm-up): the lowest size of the last third
+  against the lowest of the first (the floor retention brings the log back to; the size
+  between is a sawtooth, whole segments removed at once).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from .probes import ProcessStats
 
 CAUGHT_UP_S = 1.0
+SETTLED_S = 10.0
 
 
 def clock_lag(visible_us: int | None, committed_us: Sequence[int], now_us: int
@@ -129,8 +132,19 @@ def growth(samples: Sequence[Sample], thirds: Thirds,
 
 
 def recovered_at(lags: Sequence[LagSample], after: float) -> float | None:
-    """The first moment at or after ``after`` with the lag under ``CAUGHT_UP_S``."""
-    return next((lag.t for lag in lags if lag.t >= after and lag.worst < CAUGHT_UP_S), None)
+    """The first moment at or after ``after`` from which the lag stays under
+    ``CAUGHT_UP_S`` for ``SETTLED_S`` (None if it never does)."""
+    since: float | None = None
+    for lag in lags:
+        if lag.t < after:
+            continue
+        if lag.worst >= CAUGHT_UP_S:
+            since = None
+            continue
+        since = lag.t if since is None else since
+        if lag.t - since >= SETTLED_S:
+            return since
+    return None
 
 
 def catchup(lags: Sequence[LagSample], faults: Sequence[Fault], end: float) -> dict[str, float]:
@@ -158,7 +172,7 @@ def disk_growth(samples: Sequence[Sample], thirds: Thirds, retention_s: float) -
     last = [s.log_mb for s in samples if settled.last(s.t)]
     if not first or not last:
         return math.nan
-    return statistics.median(last) - statistics.median(first)
+    return min(last) - min(first)
 
 
 def figures(samples: Sequence[Sample], lags: Sequence[LagSample], faults: Sequence[Fault],

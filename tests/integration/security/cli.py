@@ -10,6 +10,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
 
 from tests.integration.connectors.harness import wait_until
 from tests.processes import stop_process
@@ -27,6 +30,31 @@ class Run:
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
+
+
+def connector_pipeline(directory: Path, name: str, kind: str,
+                       settings: dict[str, object]) -> Path:
+    """A pipeline file with one connector ``name`` of type ``kind`` (``settings`` its
+    ``config``) over a file log in ``directory``; its source is never contacted by
+    ``cdc connect``."""
+    path = directory / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({
+        "source": {"dsn": "postgresql://127.0.0.1:9/none", "slot": "logins",
+                   "publication": "logins"},
+        "connectors": [{"name": name, "type": kind, "topics": ["logins.public.t"],
+                        "config": settings}],
+        "log": {"backend": "file", "path": str(directory / "log")}}))
+    return path
+
+
+def the_one_error_line(run: Run) -> str:
+    """The ``Error: …`` line a command stopped with: exit status 2, the only such line
+    and the last one printed, no traceback or ERROR log before it."""
+    assert run.returncode == 2, run.stderr[-3000:]
+    errors = [line for line in run.stderr.splitlines() if line.startswith("Error: ")]
+    assert errors == run.stderr.strip().splitlines()[-1:], run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and " ERROR " not in run.stderr, run.stderr[-3000:]
+    return errors[0]
 
 
 def cdc(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Run:

@@ -7,8 +7,6 @@ plugin: test_opensearch_security.py."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from connectors.redis import RedisSinkConfig
 from connectors.redis.sink import RedisSink
 
 from .certs import CertificateAuthority
+from .cli import cdc, connector_pipeline, the_one_error_line
 
 PASSWORD = "redis-Secret-5531"
 WRONG = "not-the-Secret-0077"
@@ -83,29 +82,12 @@ def test_a_password_rotated_mid_run_is_retried(locked_redis: RedisServer) -> Non
 def test_cdc_connect_stops_with_the_setting_to_fix(locked_redis: RedisServer,
                                                    tmp_path: Path) -> None:
     (tmp_path / "redis-password").write_text(WRONG + "\n")
-    config = tmp_path / "pipeline.yaml"
-    config.write_text(f"""
-source:
-  dsn: postgresql://127.0.0.1:9/none
-  slot: logins
-  publication: logins
-connectors:
-  - name: cache
-    type: redis
-    topics: [logins.public.t]
-    config:
-      url: {locked_redis.url}
-      password_file: {tmp_path / 'redis-password'}
-      timeout: 2s
-log: {{backend: file, path: "{tmp_path / 'log'}"}}
-""")
-    done = subprocess.run([sys.executable, "-m", "cdc.cli", "connect", "-c", str(config)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 2, done.stderr[-3000:]
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("Error: connector 'cache': config.password: Redis at 127.0.0.1:"), \
-        done.stderr[-3000:]
-    assert "Traceback" not in done.stderr and " ERROR " not in done.stderr, done.stderr[-3000:]
+    config = connector_pipeline(tmp_path, "cache", "redis", {
+        "url": locked_redis.url, "password_file": str(tmp_path / "redis-password"),
+        "timeout": "2s"})
+    done = cdc("connect", "-c", str(config), timeout=120)
+    assert the_one_error_line(done).startswith(
+        "Error: connector 'cache': config.password: Redis at 127.0.0.1:"), done.stderr[-3000:]
     assert WRONG not in done.stdout + done.stderr
 
 

@@ -94,3 +94,19 @@ def test_clock_lag_is_the_wait_of_the_oldest_change_not_shown() -> None:
     assert clock_lag(1_000_000, committed, now_us=4_500_000) == pytest.approx(2.5)
     assert clock_lag(0, committed, now_us=4_000_000) == pytest.approx(3.0)
     assert clock_lag(None, committed, now_us=4_000_000) is None
+
+
+def test_one_sample_under_the_bar_between_late_ones_is_no_recovery() -> None:
+    values: list[float | None] = [0.1] * 100
+    values[20:40] = [5.0, 0.5, 3.0, 0.4, 2.0, *([1.5] * 15)]  # flickering after the fault
+    faults = [Fault("opensearch_outage", 10, 20)]
+    assert catchup(lags(values), faults, end=100) == {"opensearch_outage": 20.0}
+    assert lag_p99(lags(values), faults, warmup=0, end=100) == pytest.approx(0.1)
+
+
+def test_a_sawtooth_kept_flat_by_retention_is_no_growth() -> None:
+    saw = [Sample(t=float(t), processes={}, log_mb=300 + (t % 180) * 3.0) for t in range(1000)]
+    assert disk_growth(saw, Thirds(warmup=0, end=999), retention_s=140) == 0
+    rising = [Sample(t=float(t), processes={}, log_mb=300 + t * 0.2 + (t % 180) * 3.0)
+              for t in range(1000)]
+    assert disk_growth(rising, Thirds(warmup=0, end=999), retention_s=140) > 50
