@@ -11,7 +11,7 @@ SOAK_ARGS ?=
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins chaos soak clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
 
 setup:
 	@bash compose/setup.sh
@@ -68,6 +68,9 @@ bench-sinks: setup
 bench-latency: setup
 	$(BIN)/python -m bench.latency
 
+bench-pipeline: setup
+	$(BIN)/python -m bench.pipeline
+
 bench-spark: setup
 	$(BIN)/python -m bench.spark
 
@@ -95,7 +98,7 @@ bench-tables: setup
 bench-joins: setup
 	$(BIN)/python -m bench.joins
 
-bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-spark bench-rebuild bench-snapshot bench-tables
+bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-pipeline bench-spark bench-rebuild bench-snapshot bench-tables
 
 # The pgoutput decoder, then the native core's entry points against their Python
 # reference, fuzzed for FUZZ_SECONDS in all (atheris; half each), then the whole pipeline under

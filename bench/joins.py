@@ -43,7 +43,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -54,6 +53,7 @@ import psycopg
 from opensearchpy import OpenSearch, helpers
 from psycopg import sql
 
+from bench.procs import Sampler, cpu_seconds, role_names, server_pid
 from bench.sinks import index_body
 from cdc.log.file import FileLog
 from compose.launcher import services
@@ -176,112 +176,6 @@ def database(admin_dsn: str, name: str) -> Iterator[str]:
                          " WHERE slot_name = %s AND NOT active", (name,))
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
                          .format(sql.Identifier(name)))
-
-
-# --- processes: RSS and CPU from /proc ---------------------------------------------
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) of ``pid``, with its children's that ended."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), sum(int(f) for f in fields[11:15]) / TICK
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def process_tree(root: int) -> list[int]:
-    """``root`` and its descendants."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(int(entry))
-            if stat is not None:
-                parents.setdefault(stat[0], []).append(int(entry))
-    tree, pending = [], [root]
-    while pending:
-        pid = pending.pop()
-        tree.append(pid)
-        pending.extend(parents.get(pid, ()))
-    return tree
-
-
-class Sampler(threading.Thread):
-    """The peak summed RSS of a process tree, and each process's last CPU seconds."""
-
-    def __init__(self, root: int) -> None:
-        super().__init__(daemon=True)
-        self.root = root
-        self.peak_mb = 0.0
-        self.peaks: dict[int, float] = {}
-        self.cpu: dict[int, tuple[str, float]] = {}
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.25):
-            self.sample()
-
-    def sample(self) -> None:
-        tree = process_tree(self.root)
-        rss = {pid: _rss_mb(pid) for pid in tree}
-        self.peak_mb = max(self.peak_mb, sum(rss.values()))
-        for pid, mb in rss.items():
-            self.peaks[pid] = max(self.peaks.get(pid, 0.0), mb)
-        for pid in tree:
-            stat = _stat(pid)
-            if stat is not None:
-                name = self.cpu.get(pid, ("", 0.0))[0] or _cmdline(pid)
-                self.cpu[pid] = (name, stat[1])
-
-    def stop(self) -> None:
-        self._done.set()
-        self.join()
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds of ``pid`` and its descendants still running."""
-    return sum((_stat(p) or (0, 0.0))[1] for p in process_tree(pid))
-
-
-def server_pid(port: int) -> int | None:
-    """The pid listening on TCP ``port`` (from /proc/net/tcp* and the fds)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                parts = line.split()
-                if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                    inodes.add(parts[9])
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{entry}/fd"):
-                with contextlib.suppress(OSError):
-                    link = os.readlink(f"/proc/{entry}/fd/{fd}")
-                    if link.startswith("socket:[") and link[8:-1] in inodes:
-                        return int(entry)
-    return None
 
 
 # --- the connector's side ----------------------------------------------------------
@@ -492,12 +386,9 @@ def main() -> None:
 
         state_mb = sum(f.stat().st_size for f in (workdir / "state").rglob("*")
                        if f.is_file()) / 2**20
-        roles: set[str] = set()
-        for pid, (cmd, cpu) in sorted(load_cpu.items()):
-            role = _role(cmd, pid == process.pid)
-            role = next(f"{role}{n or ''}" for n in range(len(roles) + 1)
-                        if f"{role}{n or ''}" not in roles)
-            roles.add(role)
+        names = role_names(load_cpu, process.pid)
+        for pid, (_, cpu) in sorted(load_cpu.items()):
+            role = names[pid]
             print(f"joins_load_cpu_s_{role}={cpu:.1f}")
             print(f"joins_peak_rss_mb_{role}={sampler.peaks.get(pid, 0.0):.0f}")
         print(f"joins_load_cpu_s_postgres={pg_cpu:.1f}")
@@ -512,19 +403,6 @@ def main() -> None:
         print(f"joins_fanout_ratio_vs_bulk={fanout_reference_s / fanout_s:.2f}")
         print(f"joins_elapsed_s={time.monotonic() - started_all:.0f}")
         print(f"joins_ratio_vs_bulk={reference_s / joined_s:.2f}")
-
-
-def _role(cmd: str, root: bool) -> str:
-    """A short name for a ``cdc run`` process from its command line."""
-    if root:
-        return "supervisor"
-    words = cmd.split()
-    for word in ("capture", "connect", "run"):
-        if word in words:
-            return word + ("_" + words[words.index(word) + 1].replace("-", "_")
-                           if word == "connect" and words.index(word) + 1 < len(words)
-                           and not words[words.index(word) + 1].startswith("-") else "")
-    return "child"
 
 
 def _index_total(search: OpenSearch, index: str) -> int:

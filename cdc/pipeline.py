@@ -26,6 +26,7 @@ from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log.open import check_backend
 from cdc.logsetup import configure_logging, current_log_format, protect_secrets
+from cdc.memory import release_free_memory_periodically
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ def run(config_path: Path, recreate_lost_slot: bool) -> None:
     config = load_config_or_exit(config_path)
     protect_secrets(config)
     stop = stop_on_signals()
+    release_free_memory_periodically()  # a long run's fragmented heap
     names = [connector.name for connector in config.connectors]
     specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot,
                         reconcile=config.reconcile is not None)

@@ -77,7 +77,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     """Feed the configured sinks from the log (each connector is a consumer group)."""
     from cdc.capture.commands import stop_on_signals
     from cdc.logsetup import protect_secrets
-    from cdc.memory import spare_the_cycle_collector
+    from cdc.memory import release_free_memory_periodically, spare_the_cycle_collector
     from cdc.observability import start_observability
 
     from .joins.foreign_keys import resolve_foreign_keys_or_exit
@@ -89,6 +89,7 @@ def connect(config_path: Path, names: tuple[str, ...]) -> None:
     metrics = RuntimeMetrics()
     event_log = open_log_or_exit(config.log)
     stop = stop_on_signals()
+    release_free_memory_periodically()  # a long run's fragmented heap
     spare_the_cycle_collector()
     observability = None
     try:

@@ -113,7 +113,9 @@ class JoinStore:
         for statement in _SCHEMA:
             self._db.execute(statement)
         self._rows: OrderedDict[tuple[str, bytes], dict[str, Any] | None] = OrderedDict()
-        self._keys: OrderedDict[tuple[str, str, bytes], list[bytes]] = OrderedDict()
+        # the keys holding each join value (a dict as an ordered set: a customer's orders
+        # can be many, and keys come and go one at a time)
+        self._keys: OrderedDict[tuple[str, str, bytes], dict[bytes, None]] = OrderedDict()
         self._truncated: dict[str, Position] = {}
         # written at the commit: rows (None: deleted), links (True: added), pending keys
         self._row_writes: dict[tuple[str, bytes], tuple[dict[str, Any] | None, Position]] = {}
@@ -269,10 +271,10 @@ class JoinStore:
         self._link_writes.setdefault((tbl, cols, value), {})[key] = added
         cached = self._keys.get((tbl, cols, value))
         if cached is not None:
-            if added and key not in cached:
-                cached.append(key)
-            elif not added and key in cached:
-                cached.remove(key)
+            if added:
+                cached[key] = None
+            else:
+                cached.pop(key, None)
 
     def position(self, table: Table, key: bytes) -> Position:
         """The source position of the stored row of ``key`` (0/0: none)."""
@@ -326,15 +328,15 @@ class JoinStore:
         where = (table_id(table), columns_id(columns), _compact(link_value(values)))
         keys = self._keys.get(where)
         if keys is None:
-            keys = [key for (key,) in self._db.execute(
-                "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?", where)]
+            keys = dict.fromkeys(key for (key,) in self._db.execute(
+                "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?", where))
             for key, added in self._link_writes.get(where, {}).items():
-                if added and key not in keys:
-                    keys.append(key)
-                elif not added and key in keys:
-                    keys.remove(key)
+                if added:
+                    keys[key] = None
+                else:
+                    keys.pop(key, None)
             _remember(self._keys, where, keys)
-        return keys
+        return list(keys)
 
     def rows_of(self, table: Table, keys: Iterable[bytes]) -> dict[bytes, dict[str, Any]]:
         """The stored rows of ``keys`` (those there are), read together (committed rows:
