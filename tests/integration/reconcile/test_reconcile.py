@@ -86,9 +86,13 @@ class Workload:
         try:
             with psycopg.connect(self._dsn, autocommit=True) as conn:
                 while not self._stop.is_set():
-                    with conn.pipeline():
+                    with conn.pipeline() as pipeline:
                         for _ in range(self.BATCH):
                             next_id = self._one(conn, pick, next_id, inserted)
+                            # a Sync ends each statement's transaction: without it the
+                            # batch is one implicit transaction, and three threads
+                            # updating hot rows in random orders deadlock
+                            pipeline.sync()
                     self.counts[number] += self.BATCH
                     ahead = self.counts[number] / per_thread - (time.monotonic() - self._started)
                     if ahead > 0:
