@@ -115,8 +115,6 @@ def server_pid(port: int) -> int | None:
     return None
 
 
-
-
 def role_names(processes: dict[int, tuple[str, float]], root: int) -> dict[int, str]:
     """A short, unique name per process of ``cdc run``'s tree (``Sampler.cpu``): the
     supervisor (``root``), ``capture``, ``connect`` (``connect_<name>`` when run for
