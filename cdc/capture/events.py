@@ -8,13 +8,13 @@ for a normal transaction, at Stream Commit for a streamed one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import orjson
 
-from .codecs import Codec, JSONValue, decode_text
+from .codecs import AttributeCountError, Codec, JSONValue, decode_text
 from .fallbacks import FALLBACKS
 from .lsn import format_lsn
 from .pgoutput import UNCHANGED_TOAST, Relation, TupleValue
@@ -24,7 +24,11 @@ Row = dict[str, JSONValue]
 
 @dataclass(frozen=True, slots=True)
 class TableShape:
-    """What the builder needs of one relation: names, codecs, key columns, version."""
+    """What the builder needs of one relation: names, codecs, key columns, version.
+
+    ``recheck(index)``: the codec of column ``index`` built from the catalog read again,
+    when a value its codec refused may be of a type altered since (None: unchanged).
+    """
 
     oid: int
     schema: str
@@ -35,10 +39,12 @@ class TableShape:
     key_indexes: tuple[int, ...]
     schema_version: int
     source_names: bytes  # '"schema":"…","table":"…"', encoded once per table
+    recheck: Callable[[int], Codec | None] | None = None
 
     @classmethod
     def of(cls, relation: Relation, topic: str, codecs: tuple[Codec, ...],
-           key_columns: Sequence[str] | None, schema_version: int) -> TableShape:
+           key_columns: Sequence[str] | None, schema_version: int,
+           recheck: Callable[[int], Codec | None] | None = None) -> TableShape:
         """The shape of ``relation``; ``key_columns`` overrides the replica-identity flags
         (REPLICA IDENTITY FULL flags every column: the primary key is the key then)."""
         names = tuple(c.name for c in relation.columns)
@@ -51,7 +57,7 @@ class TableShape:
         names_json = b'"schema":%s,"table":%s' % (orjson.dumps(relation.namespace),
                                                    orjson.dumps(relation.name))
         return cls(relation.oid, relation.namespace, relation.name, topic, names, codecs,
-                   keys, schema_version, names_json)
+                   keys, schema_version, names_json, recheck)
 
 
 @dataclass(slots=True)
@@ -81,6 +87,14 @@ def _decode(shape: TableShape, index: int, text: str, lsn: int,
     """A value in text format through its column's codec."""
     try:
         return shape.codecs[index](text)
+    except AttributeCountError as exc:  # a composite type altered since its codec was built?
+        codec = shape.recheck(index) if shape.recheck is not None else None
+        if codec is None:
+            return _fallback(shape, index, text, lsn, unparsed, exc)
+        try:
+            return codec(text)
+        except Exception as again:  # one value never stops the capture
+            return _fallback(shape, index, text, lsn, unparsed, again)
     except Exception as exc:  # one value never stops the capture
         return _fallback(shape, index, text, lsn, unparsed, exc)
 

@@ -11,7 +11,13 @@ from .arrays import array_codec, parse_array
 from .base import Codec, CodecError, JSONValue, decode_text
 from .catalog import TypeCatalog, TypeInfo, TypeKind, builtin_types
 from .interval import decode_interval, iso_duration
-from .records import composite_codec, multirange_codec, parse_range, range_codec
+from .records import (
+    AttributeCountError,
+    composite_codec,
+    multirange_codec,
+    parse_range,
+    range_codec,
+)
 from .scalars import (
     decode_bool,
     decode_bytea,
@@ -29,6 +35,7 @@ from .temporal import (
 )
 
 __all__ = [
+    "AttributeCountError",
     "Codec",
     "CodecError",
     "JSONValue",

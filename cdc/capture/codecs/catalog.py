@@ -6,6 +6,9 @@ does not list are loaded from pg_catalog, together with every type they are buil
 The capture loads the column types of each Relation message it sees (``ensure``) and
 reloads a type named by a pgoutput Type message (``reload``): the catalog is read as of
 *now*, which matches the stream unless a type was altered since the change was made.
+PostgreSQL sends no message when a composite type gains or loses an attribute (``ALTER
+TYPE … ADD ATTRIBUTE``): a value whose attribute count its codec refuses makes the caller
+read the composites again (``refresh_composites``).
 
 ``codec_for`` caches one codec per OID, so a relation's converters are built once.
 """
@@ -128,6 +131,32 @@ class TypeCatalog:
         if oid < FIRST_NON_BUILTIN_OID and oid in self._builtins:
             return
         self.load(conn, [oid], refresh=True)
+
+    def refresh_composites(self, conn: psycopg.Connection[Any]) -> set[int]:
+        """Read every known composite type again; return the OIDs whose attributes changed
+        (their codecs, and those of the types built from them, are rebuilt on demand)."""
+        before = {oid: info for oid, info in self._types.items() if info.kind == "composite"}
+        if not before:
+            return set()
+        self.load(conn, before, refresh=True)
+        return {oid for oid, info in before.items() if self._types.get(oid) != info}
+
+    def depends_on(self, oid: int, changed: set[int]) -> bool:
+        """Whether type ``oid`` is one of ``changed`` or built from one (an array, domain,
+        range or composite of it, at any depth)."""
+        pending, seen = [oid], set()
+        while pending:
+            current = pending.pop()
+            if current in changed:
+                return True
+            info = self._types.get(current)
+            if current in seen or info is None:
+                continue
+            seen.add(current)
+            pending.extend(type_oid for _, type_oid in info.attributes)
+            if info.inner:
+                pending.append(info.inner)
+        return False
 
     def load(self, conn: psycopg.Connection[Any], oids: Iterable[int], *,
              refresh: bool = False) -> None:

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 
 from .base import Codec, CodecError, JSONValue, unescape_quoted
 
+
+class AttributeCountError(CodecError):
+    """A composite value with more or fewer attributes than its codec's type: the value
+    was written under another shape of the type, or the type was altered since the codec
+    was built (the capture then reads the type again)."""
+
 _CHUNK = re.compile(r'"((?:[^"\\]|\\.|"")*)"|([^,()"\\]+)|\\(.)', re.S)
 _RANGE = re.compile(r'\s*([\[(](?:"(?:[^"\\]|\\.|"")*"|[^"\\\])\]]|\\.)*[\])])\s*(,|$)', re.S)
 _EMPTY_RANGE: dict[str, JSONValue] = {"lower": None, "upper": None, "lower_inc": False,
@@ -61,8 +67,8 @@ def composite_codec(attributes: Sequence[tuple[str, Codec]]) -> Codec:
             return {}
         fields = split_fields(text, 1, len(text) - 1, "composite")
         if len(fields) != len(names):
-            raise CodecError("composite", f"{len(fields)} attributes, the type has "
-                                          f"{len(names)}")
+            raise AttributeCountError("composite", f"{len(fields)} attributes, the type "
+                                                   f"has {len(names)}")
         return {name: None if value is None else codec(value)
                 for name, codec, value in zip(names, codecs, fields, strict=True)}
 

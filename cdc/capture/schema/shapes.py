@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -12,7 +15,7 @@ import psycopg
 from cdc.config.topic_names import TopicClaims, TopicNamer
 from cdc.log import Record
 
-from ..codecs import TypeCatalog
+from ..codecs import Codec, TypeCatalog
 from ..events import TableShape
 from ..pgoutput import Relation
 from ..source.ddl_race import CatalogRaceError, outlast_ddl
@@ -21,6 +24,8 @@ from .rewrites import SchemaRewrite, Signature, signature_of, valued_columns
 from .type_details import describe_type
 
 log = logging.getLogger(__name__)
+
+TYPES_RECHECK_EVERY_S = 1.0  # the least time between two reads of the composite types
 
 
 class KnownSchema(NamedTuple):
@@ -53,6 +58,8 @@ class ShapeRegistry:
         self._claims = TopicClaims(self.topics)  # topic → the table it is of
         self.catalog = TypeCatalog()
         self._shapes: dict[int, TableShape] = {}
+        self._column_types: dict[int, tuple[int, ...]] = {}  # relation oid → type OIDs
+        self._types_checked_at = -TYPES_RECHECK_EVERY_S
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
         self._names: dict[int, str] = {}  # relation oid → the name it had last
         for table, known in sorted(self._versions.items(), key=lambda item: item[1].version):
@@ -145,9 +152,44 @@ class ShapeRegistry:
             version = known.version
         self._names[relation.oid] = table
         topic = self._topic(relation.namespace, relation.name)
+        self._column_types[relation.oid] = tuple(oids)
         self._shapes[relation.oid] = TableShape.of(
-            relation, topic, self.catalog.codecs_for(oids), key_override, version)
+            relation, topic, self.catalog.codecs_for(oids), key_override, version,
+            functools.partial(self.recheck_codec, relation.oid))
         return record, recreated
+
+    def recheck_codec(self, relation_oid: int, index: int) -> Codec | None:
+        """A composite value did not fit its column's codec: read the composite types
+        again (at most once a second) — PostgreSQL announces no ``ALTER TYPE … ADD
+        ATTRIBUTE`` — and rebuild the codecs of the shapes built from a changed one.
+        Returns the column's new codec, or None when its type is unchanged."""
+        now = time.monotonic()
+        if now - self._types_checked_at < TYPES_RECHECK_EVERY_S:
+            return None
+        self._types_checked_at = now
+        try:
+            changed = outlast_ddl(lambda: self.catalog.refresh_composites(self._conn),
+                                  what="reading the composite types again")
+        except (psycopg.OperationalError, CatalogRaceError):
+            raise  # the server is gone, or DDL keeps racing: the session reconnects
+        except psycopg.Error as exc:
+            log.warning("cannot read the composite types again (%s: %s): values that do "
+                        "not fit them are kept as PostgreSQL's text", type(exc).__name__,
+                        str(exc).strip())
+            return None
+        if not changed:
+            return None
+        for oid, shape in list(self._shapes.items()):
+            types = self._column_types.get(oid, ())
+            if any(self.catalog.depends_on(type_oid, changed) for type_oid in types):
+                self._shapes[oid] = dataclasses.replace(
+                    shape, codecs=self.catalog.codecs_for(types))
+                log.info("a composite type of %s.%s changed: its codecs were rebuilt",
+                         shape.schema, shape.table)
+        types = self._column_types.get(relation_oid, ())
+        if index >= len(types) or not self.catalog.depends_on(types[index], changed):
+            return None
+        return self._shapes[relation_oid].codecs[index]
 
     def _topic(self, schema: str, table: str) -> str:
         """The table's topic; a second table on one topic is a configuration error."""

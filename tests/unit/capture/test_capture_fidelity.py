@@ -11,7 +11,8 @@ import orjson
 import psycopg
 import pytest
 
-from cdc.capture.events import read_event
+from cdc.capture.codecs import Codec, composite_codec, decode_int
+from cdc.capture.events import TableShape, read_event
 from cdc.capture.fallbacks import FALLBACKS, DecodeFallbacks
 from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
 from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
@@ -94,6 +95,28 @@ def test_a_key_value_kept_as_text_and_a_snapshot_row_too() -> None:
     body = orjson.loads(event.body)
     assert body["key"] == {"id": "x1"} and body["after"] == {"id": "x1", "f": 1.5}
     assert body["op"] == "r" and body["unparsed"] == ["id"]
+
+
+def test_a_composite_value_its_codec_refuses_is_decoded_by_the_rechecked_codec() -> None:
+    # PostgreSQL announces no ALTER TYPE … ADD ATTRIBUTE: the shape's recheck reads the
+    # catalog again and hands back the column's new codec (None: the type is unchanged)
+    pair = composite_codec([("a", decode_int), ("b", decode_int)])
+    triple = composite_codec([("a", decode_int), ("b", decode_int), ("c", decode_int)])
+    asked: list[int] = []
+
+    def recheck(index: int) -> Codec | None:
+        asked.append(index)
+        return triple if len(asked) == 1 else None
+
+    relation = Relation(7, "public", "pairs", "d",
+                        (Column(True, "id", INT4, -1), Column(False, "p", 16400, -1)))
+    shape = TableShape.of(relation, "app.public.pairs", (decode_int, pair), None, 1, recheck)
+    bodies = [orjson.loads(read_event(shape, ["1", value], 16).body)
+              for value in ("(1,2)", "(3,4,5)", "(6,7,8,9)")]
+    assert [body["after"]["p"] for body in bodies] == [
+        {"a": 1, "b": 2}, {"a": 3, "b": 4, "c": 5}, "(6,7,8,9)"]
+    assert [body.get("unparsed") for body in bodies] == [None, None, ["p"]]
+    assert asked == [1, 1]  # only for values the codec refused
 
 
 def test_a_name_that_is_no_valid_topic_gets_an_escaped_topic(tmp_path: Path) -> None:
