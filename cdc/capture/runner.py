@@ -71,6 +71,7 @@ class CaptureSettings:
     backlog_lag_s: float = 1.0
     backlog_max_age_s: float = 1.0
     backlog_batch_events: int = 20_000
+    backlog_spread_events: int = 100_000  # … or more, over many topics (``batching``)
     batch_bytes: int = 32 << 20
     wal_budget_bytes: int = 1 << 30  # WAL a blocking consumer may make PostgreSQL keep
     backoff_initial_s: float = 0.5
@@ -124,7 +125,8 @@ class Capture:
         self._group = GroupCommit(BatchLimits(
             self.settings.batch_events, self.settings.batch_max_age_s,
             self.settings.backlog_lag_s, self.settings.backlog_max_age_s,
-            self.settings.backlog_batch_events, self.settings.batch_bytes), now_pg_micros)
+            self.settings.backlog_batch_events, self.settings.batch_bytes,
+            self.settings.backlog_spread_events), now_pg_micros)
         self._incremental: IncrementalSnapshots | None = None
         self._resnapshot = False
         self._stop_when_snapshots_done = False  # initial_only, incremental snapshots left

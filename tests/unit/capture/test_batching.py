@@ -6,7 +6,8 @@ from cdc.capture.stream.batching import BatchLimits, GroupCommit
 from cdc.log import Record
 
 LIMITS = BatchLimits(events=100, max_age_s=0.05, backlog_lag_s=1.0, backlog_max_age_s=1.0,
-                     backlog_events=400, max_bytes=10_000)
+                     backlog_events=400, max_bytes=10_000, backlog_spread_events=2_000,
+                     events_per_topic=50)
 NOW_US = 1_000_000_000
 LIVE = NOW_US - 200_000  # committed 0.2 s ago
 BEHIND = NOW_US - 5_000_000  # committed 5 s ago
@@ -16,8 +17,8 @@ def group() -> GroupCommit:
     return GroupCommit(LIMITS, lambda: NOW_US)
 
 
-def records(count: int, size: int = 10) -> list[Record]:
-    return [Record("t", b"k", b"v" * size) for _ in range(count)]
+def records(count: int, size: int = 10, topics: int = 1) -> list[Record]:
+    return [Record(f"t{i % topics}", b"k", b"v" * size) for i in range(count)]
 
 
 def test_live_batches_close_at_the_event_count_or_age() -> None:
@@ -62,3 +63,17 @@ def test_a_growing_batch_adds_up_only_its_new_records() -> None:
     assert policy.full(batch, BEHIND)
     policy.closed()
     assert not policy.full(records(100, size=50), BEHIND)  # a new batch: counted anew
+
+
+def test_catching_up_batches_over_many_topics_grow_further() -> None:
+    policy = group()
+    assert not policy.full(records(400, size=1, topics=20), BEHIND), "20 topics * 50 = 1,000"
+    assert not policy.full(records(975, size=1, topics=20), BEHIND)
+    assert policy.full(records(1_000, size=1, topics=20), BEHIND)
+    policy.closed()
+    assert not policy.full(records(1_900, size=1, topics=100), BEHIND)
+    assert policy.full(records(2_000, size=1, topics=100), BEHIND), "the spread bound"
+    policy.closed()
+    assert policy.full(records(400, size=1, topics=8), BEHIND), "8 topics * 50 < 400"
+    policy.closed()
+    assert policy.full(records(2_000, size=1, topics=100), LIVE), "live: at events"
