@@ -11,7 +11,11 @@ by the pattern ``public.t_*``, captured into a file log of 3 partitions per topi
    chosen to hash to each partition), and, each written while the
    process is paused (SIGSTOP) so the changes wait in the slot: a workload spread evenly
    over all the tables, and the same workload on one table — events per second from
-   SIGCONT until all of it is durable and acknowledged.
+   SIGCONT until all of it is durable and acknowledged. A first short round of each
+   sizes the timed ones: ``BENCH_TABLES_ROUNDS`` (3) rounds, spread and one table
+   interleaved, each side sized to take at least ``BENCH_TABLES_SECONDS`` (10 s; a
+   round timed shorter is done again, larger); the medians are printed, and each round's
+   ratio.
 
 "Streams" is ``/healthz`` answering 200; "durable" is the slot's confirmed flush position
 passing a marker transaction written after the workload. ``/proc`` is sampled for the
@@ -25,6 +29,7 @@ import os
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +42,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from bench.procs import cpu_seconds, server_pid
 from cdc.capture.source.publication import selected_tables
 from cdc.log import partition_for
 from compose.launcher import PostgresServer
@@ -45,7 +51,9 @@ from compose.launcher.base import free_port
 TABLES = int(os.environ.get("BENCH_TABLES", "2000"))
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 ROWS_PER_TRANSACTION = 10
-TRANSACTIONS = int(10_000 * SCALE)
+TRANSACTIONS = int(10_000 * SCALE)  # the sizing round's, per side
+SECONDS = float(os.environ.get("BENCH_TABLES_SECONDS", "10"))  # timed per side, at least
+ROUNDS = int(os.environ.get("BENCH_TABLES_ROUNDS", "3"))
 OPEN_FILES = 1024
 PATTERN = "public.t_*"
 PARTITIONS = 3
@@ -230,14 +238,62 @@ metrics:
 """)
 
 
+@dataclass
+class Keys:
+    """The next new key of each side's workload (every round inserts new rows)."""
+
+    spread: int = 10
+    one_table: int = 1_000_000
+
+    def take(self, spread: bool, events: int) -> int:
+        """The first key of a workload of ``events`` rows; the next starts past it."""
+        if spread:
+            first, self.spread = self.spread, self.spread + events // TABLES + 2
+        else:
+            first, self.one_table = self.one_table, self.one_table + events + 1
+        return first
+
+
+@dataclass
+class Timed:
+    """One workload's figures: events per second, seconds timed, CPU µs per event of the
+    capture and of PostgreSQL (its walsender, mostly) while timed."""
+
+    rate: float
+    seconds: float
+    capture_us: float
+    postgres_us: float
+
+
+def timed_workload(capture: CaptureProcess, dsn: str, postgres: int, spread: bool,
+                   transactions: int, keys: Keys) -> Timed:
+    """One workload written while the capture is paused, then timed until acknowledged."""
+    capture.proc.send_signal(signal.SIGSTOP)
+    try:
+        events, lsn = write_workload(dsn, spread, transactions,
+                                     keys.take(spread, transactions * ROWS_PER_TRANSACTION))
+        cpu = cpu_seconds(capture.proc.pid), cpu_seconds(postgres)
+    finally:
+        capture.proc.send_signal(signal.SIGCONT)
+    seconds = capture.until_acknowledged(dsn, lsn)
+    capture_s = cpu_seconds(capture.proc.pid) - cpu[0]
+    postgres_s = cpu_seconds(postgres) - cpu[1]
+    return Timed(events / seconds, seconds, capture_s * 1e6 / events,
+                 postgres_s * 1e6 / events)
+
+
 def main() -> None:
-    """Snapshot, restart, the two workloads; print the figures."""
+    """Snapshot, restart, the two workloads in rounds; print the figures."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-tables-"))
     peaks = Peaks()
+    keys = Keys()
+    rounds: list[dict[bool, Timed]] = []
     try:
         with PostgresServer(settings={"max_wal_size": "4GB",
                                       "max_locks_per_transaction": "256"}) as server:
             dsn = server.dsn()
+            postgres = server_pid(server.port)
+            assert postgres is not None, "PostgreSQL's postmaster not found"
             count = create_tables(dsn)
             config, port = workdir / "pipeline.yaml", free_port()
             write_config(config, dsn, port)
@@ -251,27 +307,51 @@ def main() -> None:
             startup_s = capture.until_streaming()
             try:
                 capture.until_acknowledged(dsn, warm_every_partition(dsn))
-                rates = {}
-                for spread in (True, False):
-                    capture.proc.send_signal(signal.SIGSTOP)
-                    try:
-                        events, lsn = write_workload(dsn, spread, TRANSACTIONS,
-                                                     10 if spread else 1_000_000)
-                    finally:
-                        capture.proc.send_signal(signal.SIGCONT)
-                    rates[spread] = events / capture.until_acknowledged(dsn, lsn)
+                sizing = {spread: timed_workload(capture, dsn, postgres, spread,
+                                                 TRANSACTIONS, keys)
+                          for spread in (True, False)}
+                transactions = {spread: max(TRANSACTIONS, int(
+                    timed.rate * SECONDS * 1.2 / ROWS_PER_TRANSACTION))
+                    for spread, timed in sizing.items()}
+                for _ in range(ROUNDS * 3):  # a round timed too short is done again
+                    if len(rounds) == ROUNDS:
+                        break
+                    results = {}
+                    for spread in (True, False):
+                        results[spread] = timed_workload(capture, dsn, postgres, spread,
+                                                         transactions[spread], keys)
+                        if results[spread].seconds < SECONDS:  # faster at this size
+                            transactions[spread] = int(transactions[spread] * 1.2
+                                                       * SECONDS / results[spread].seconds)
+                    if min(timed.seconds for timed in results.values()) >= SECONDS:
+                        rounds.append(results)
             finally:
                 capture.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if not rounds:
+        rounds = [sizing]
+
+    def median(spread: bool, figure: str) -> float:
+        return float(statistics.median(getattr(r[spread], figure) for r in rounds))
+
     print(f"tables_count={count}")
     print(f"tables_snapshot_s={snapshot_s:.1f}")
     print(f"tables_startup_s={startup_s:.1f}")
     print(f"tables_peak_open_files={peaks.open_files}")
     print(f"tables_peak_rss_mb={peaks.rss_kb / 1024:.0f}")
-    print(f"tables_spread_events_per_s={rates[True]:.0f}")
-    print(f"tables_one_table_events_per_s={rates[False]:.0f}")
-    print(f"tables_stream_ratio_vs_one_table={rates[True] / rates[False]:.2f}")
+    print(f"tables_rounds={len(rounds)}")
+    print(f"tables_shortest_timed_s={min(t.seconds for r in rounds for t in r.values()):.1f}")
+    for number, results in enumerate(rounds, 1):
+        print(f"tables_stream_ratio_round_{number}="
+              f"{results[True].rate / results[False].rate:.2f}")
+    for spread, side in ((True, "spread"), (False, "one_table")):
+        print(f"tables_{side}_cpu_us_capture={median(spread, 'capture_us'):.2f}")
+        print(f"tables_{side}_cpu_us_postgres={median(spread, 'postgres_us'):.2f}")
+    print(f"tables_spread_events_per_s={median(True, 'rate'):.0f}")
+    print(f"tables_one_table_events_per_s={median(False, 'rate'):.0f}")
+    print(f"tables_stream_ratio_vs_one_table="
+          f"{statistics.median(r[True].rate / r[False].rate for r in rounds):.2f}")
 
 
 if __name__ == "__main__":

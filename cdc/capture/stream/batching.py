@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from cdc.log import Record
+
+_TOPIC, _VALUE = itemgetter(0), itemgetter(2)  # Record.topic, Record.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +83,8 @@ class GroupCommit:
             self._counted_in, self._counted, self._bytes = ready, 0, 0
             self._topics = set()
         new = ready[self._counted:]
-        self._bytes += sum(len(record.value) for record in new)
-        self._topics.update(record.topic for record in new)
+        self._bytes += sum(map(len, map(_VALUE, new)))
+        self._topics.update(map(_TOPIC, new))
         self._counted = len(ready)
 
     def closed(self) -> None:
