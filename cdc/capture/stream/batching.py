@@ -8,8 +8,9 @@ fewer fsyncs and fewer writes per partition, and its records were late anyway. A
 spread over many topics (each partition written costs an open, a write and a close of its
 segment and a touch of its doorbell, whatever it holds) grows further, to
 ``events_per_topic`` records a topic, up to ``backlog_spread_events``: measured over 2,000
-tables, 100,000-record batches carry 1.6 times the events per second of 20,000-record ones,
-while a batch of a few topics is no faster past 20,000.
+tables, such batches carry ~1.5 times the events per second of 20,000-record ones, while
+a batch of a few topics was slower at 100,000 (more CPU per event in the capture and the
+walsender).
 """
 
 from __future__ import annotations
