@@ -4,15 +4,21 @@
 Both logs are written straight in the file log's format (segment files encoded with the
 log's own codec, no capture), for a table ``orders(id, customer_id, status, amount
 numeric(12,2), note, created_at timestamptz)``: every key inserted once, then updates of
-random keys (2 % deletes). Each log is materialized with ``cdc replay materialize`` on
-``local[2]`` (Parquet written, rows counted, checksum computed). The reference is the
-3 M-event run in the same process; the headline is how the time scales with the log:
-``spark_scaling_ratio_2x_log`` (target ≤ 2.2; and the 3 M run within 60 s).
+random keys (2 % deletes). Each log is materialized from its JSON lines with ``cdc replay
+materialize`` on ``local[2]`` (Parquet written, rows counted, checksum computed): how the
+time scales with the log is ``spark_scaling_ratio_2x_log`` (target ≤ 2.2).
 
-Then the 3 M-event log again on a Spark standalone cluster of two one-core workers
-(``SparkStandaloneCluster``, started after the local runs so it does not compete with
-them): ``spark_standalone_ratio_vs_local`` is its throughput divided by ``local[2]``'s on
-the same log (above 1: the cluster is faster).
+Then ``cdc log columnar`` writes the 3 M-event log's companions (its default: one core;
+``spark_columnar_write_3m_events_s``) and the log is materialized again, from the companions
+of its sealed segments and the JSON of each partition's last segment:
+``spark_materialize_3m_events_s`` (target ≤ 20), and ``spark_columnar_ratio_vs_json``, its
+throughput over the JSON path's (the mean of a JSON run before and one after, the
+companions set aside; above 1: the companions are faster).
+
+Last, the 3 M-event log from its companions on a Spark standalone cluster of two one-core
+workers (``SparkStandaloneCluster``, started after the local runs so it does not compete
+with them): ``spark_standalone_ratio_vs_local`` is its throughput divided by
+``local[2]``'s (above 1: the cluster is faster).
 
 ``BENCH_SPARK_SCALE`` (default 1.0) shrinks both logs for a quick look.
 """
@@ -37,6 +43,7 @@ from cdc.log.file.topics import TopicMeta, write_meta
 from cdc.log.partitioner import partition_for
 from cdc.log.records import Position
 from compose.launcher.spark_standalone import SparkStandaloneCluster
+from spark_pipelines.companions import COLUMNAR_DIR
 
 PREFIX = "bench"
 TABLE = "public.orders"
@@ -118,10 +125,8 @@ def write_log(root: Path, events: int, keys: int, seed: int = 7) -> None:
         file.write(encode_record(0, 0, Position(0, 0), False, b'"public.orders"', schema))
 
 
-def materialize_seconds(workdir: Path, log_root: Path, name: str,
-                        master: str = "local[2]") -> float:
-    """Run ``cdc replay materialize`` on ``log_root`` (``local[2]`` unless another master
-    is given; its own process and JVM) and time it."""
+def pipeline_file(workdir: Path, log_root: Path, name: str) -> Path:
+    """A pipeline file for the log at ``log_root`` (the jobs' output under ``name``)."""
     config = workdir / f"{name}.yaml"
     config.write_text(f"source:\n  dsn: postgresql://127.0.0.1:1/none\n  slot: {PREFIX}\n"
                       f"  publication: {PREFIX}\n"
@@ -130,15 +135,27 @@ def materialize_seconds(workdir: Path, log_root: Path, name: str,
                       "  conf:\n    spark.driver.memory: 1g\n"
                       "    spark.sql.shuffle.partitions: 8\n"
                       f"    spark.local.dir: {workdir / 'spark-tmp'}\n")
+    return config
+
+
+def cdc_seconds(*args: str) -> float:
+    """Run ``cdc ARGS`` (its own process and JVM), time it, and echo its last line."""
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "cdc.cli", "replay", "materialize", "-c",
-                             str(config), "--master", master, "--tables", TABLE,
-                             "--no-progress"], capture_output=True, text=True, check=False)
+    result = subprocess.run([sys.executable, "-m", "cdc.cli", *args],
+                            capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
-        raise SystemExit(f"materialize failed:\n{result.stdout}\n{result.stderr[-4000:]}")
+        raise SystemExit(f"cdc {args[:2]} failed:\n{result.stdout}\n{result.stderr[-4000:]}")
     print(result.stdout.strip().splitlines()[-1], file=sys.stderr)
     return elapsed
+
+
+def materialize_seconds(workdir: Path, log_root: Path, name: str,
+                        master: str = "local[2]") -> float:
+    """Run ``cdc replay materialize`` on ``log_root`` (``local[2]`` unless another master
+    is given) and time it."""
+    return cdc_seconds("replay", "materialize", "-c", str(pipeline_file(workdir, log_root, name)),
+                       "--master", master, "--tables", TABLE, "--no-progress")
 
 
 def main() -> None:
@@ -151,16 +168,30 @@ def main() -> None:
         write_log(workdir / "log6", large, keys)
         print(f"spark_log_generation_s={time.perf_counter() - started:.1f}", flush=True)
         small_s = materialize_seconds(workdir, workdir / "log3", "m3")
-        print(f"spark_materialize_3m_events_s={small_s:.1f}", flush=True)
+        print(f"spark_materialize_3m_events_json_s={small_s:.1f}", flush=True)
         large_s = materialize_seconds(workdir, workdir / "log6", "m6")
-        print(f"spark_materialize_6m_events_s={large_s:.1f}", flush=True)
+        print(f"spark_materialize_6m_events_json_s={large_s:.1f}", flush=True)
         print(f"spark_scaling_ratio_2x_log={large_s / small_s:.2f}", flush=True)
+        write_s = cdc_seconds("log", "columnar", "-c",
+                              str(pipeline_file(workdir, workdir / "log3", "c3")))
+        print(f"spark_columnar_write_3m_events_s={write_s:.1f}", flush=True)
+        columnar_s = materialize_seconds(workdir, workdir / "log3", "c3")
+        print(f"spark_materialize_3m_events_s={columnar_s:.1f}", flush=True)
+        companions = workdir / "log3" / COLUMNAR_DIR
+        companions.rename(companions.with_name("companions-aside"))  # JSON only again
+        json_again_s = materialize_seconds(workdir, workdir / "log3", "m3")
+        companions.with_name("companions-aside").rename(companions)
+        print(f"spark_materialize_3m_events_json_again_s={json_again_s:.1f}", flush=True)
+        # the same log, so throughput over throughput is time over time (the JSON side:
+        # the mean of its runs before and after)
+        print(f"spark_columnar_ratio_vs_json={(small_s + json_again_s) / 2 / columnar_s:.2f}",
+              flush=True)
         with SparkStandaloneCluster(workers=2) as cluster:
             cluster_s = materialize_seconds(workdir, workdir / "log3", "s3",
                                             master=cluster.master_url)
         print(f"spark_materialize_3m_events_standalone_s={cluster_s:.1f}", flush=True)
         # the same log, so throughput (events/s) over throughput is time over time
-        print(f"spark_standalone_ratio_vs_local={small_s / cluster_s:.2f}")
+        print(f"spark_standalone_ratio_vs_local={columnar_s / cluster_s:.2f}")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -51,6 +51,9 @@ def main(log_format: LogFormat) -> None:
 main.add_command(validate)
 main.add_command(config_schema)
 main.add_command(event_schema)
+log_group.add_lazy(LazyCommand("columnar", "spark_pipelines.columnar_command:columnar",
+                               "Write Parquet companions of sealed segments for the Spark "
+                               "jobs."))
 main.add_command(log_group)
 main.add_command(capture)
 main.add_command(doctor)

@@ -57,6 +57,10 @@ class LazyGroup(click.Group):
         self.lazy_commands = {lazy.name: lazy for lazy in lazy_commands}
         self._on_load = on_load
 
+    def add_lazy(self, lazy: LazyCommand) -> None:
+        """Add a command imported on first use."""
+        self.lazy_commands[lazy.name] = lazy
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command name, the lazy ones included, without importing them."""
         return sorted({*super().list_commands(ctx), *self.lazy_commands})

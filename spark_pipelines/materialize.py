@@ -95,18 +95,23 @@ def _with_toast_filled(events: DataFrame, rows: DataFrame, names: Sequence[str])
                 F.col("last.schema_version").alias(VERSION_COLUMN)]
     partial = rows.where(F.size("last.unchanged") > 0)
     if partial.limit(1).count() == 0:
-        return rows.select(*[F.col(f"last.after.{n}").alias(n) for n in names], *position)
+        return rows.select(*[_last_after(n).alias(n) for n in names], *position)
     upsert = F.col("op").isin(*UPSERTS)
     history = events.join(partial.select("key"), "key", "left_semi")
     history = history.unionByName(_before_key_change(events, history))
     earlier = history.groupBy("key").agg(*[
         F.max(F.when(upsert & ~F.array_contains("unchanged", name),
-                     F.struct("lsn", "seq", F.col(f"after.{name}").alias("v")))).alias(f"_f_{name}")
-        for name in names])
+                     F.struct("lsn", "seq", F.col("after").getField(name).alias("v"))))
+        .alias(f"_f_{i}") for i, name in enumerate(names)])
     joined = rows.join(earlier, "key", "left_outer")
     return joined.select(*[
-        F.when(F.array_contains("last.unchanged", name), F.col(f"_f_{name}.v"))
-        .otherwise(F.col(f"last.after.{name}")).alias(name) for name in names], *position)
+        F.when(F.array_contains("last.unchanged", name), F.col(f"_f_{i}.v"))
+        .otherwise(_last_after(name)).alias(name) for i, name in enumerate(names)], *position)
+
+
+def _last_after(name: str) -> Column:
+    """A column of the newest event's row (by field: a name may hold dots or spaces)."""
+    return F.col("last.after").getField(name)
 
 
 def _before_key_change(events: DataFrame, history: DataFrame) -> DataFrame:

@@ -1,7 +1,8 @@
-"""Where a job reads the log: the file backend with Spark's JSON reader, or Kafka through
-Spark's Kafka source. Both give the same columns: ``partition``, ``offset``, ``lsn``,
-``seq`` (the source position), ``key`` (the key's JSON text) and ``value`` (the event,
-typed by the schema a job asks for).
+"""Where a job reads the log: the file backend with Spark's Parquet and JSON readers
+(``columnar``: a sealed segment's columnar companion when it has one, its JSON lines
+otherwise), or Kafka through Spark's Kafka source. Both give the same columns:
+``partition``, ``offset``, ``lsn``, ``seq`` (the source position), ``key`` (the key's
+JSON text) and ``value`` (the event, typed by the schema a job asks for).
 
 A job first takes the end offset of every partition (``end_offsets``) and reads only
 below it, so everything it computes describes one prefix of the log even while the
@@ -34,8 +35,8 @@ from cdc.config.topic_names import TopicNamer
 from cdc.log import Log
 from cdc.log.file import FileLog
 
+from .columnar import read_records
 from .kafka_options import kafka_security_options
-from .log_source import read_topic
 
 EndOffsets = Mapping[int, int]
 COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
@@ -105,7 +106,7 @@ class LogSource:
             return spark.createDataFrame([], record_columns(value_type))
         if self.backend == "file":
             assert self.path is not None
-            frame = read_topic(spark, self.path, topic, value_type)
+            frame = read_records(spark, self.path, topic, value_type, ends)
         else:
             frame = self._read_kafka(spark, topic, value_type, ends)
         bound = F.lit(False)

@@ -1,4 +1,5 @@
-"""``cdc log …``: topics, tail, dump, stats (file or Kafka backend); verify, repair (file)."""
+"""``cdc log …``: topics, tail, dump, stats (file or Kafka backend); verify, repair,
+columnar (file; ``columnar`` lives with the Spark jobs: the composition root adds it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import LogError
+from cdc.lazy_group import LazyGroup
 
 from .file.verify import verify_log
 from .open import open_log
@@ -57,7 +59,7 @@ def _prefix_option(command: F) -> F:
                         "may hold other pipelines' topics)")(command)
 
 
-@click.group(name="log")
+@click.group(name="log", cls=LazyGroup)  # + columnar, with the Spark jobs (cdc/cli.py)
 def log_group() -> None:
     """Inspect the event log."""
 

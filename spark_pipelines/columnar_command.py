@@ -1,0 +1,102 @@
+"""``cdc log columnar``: write the Parquet companions of the file log's sealed segments,
+once or every ``--every`` seconds (``columnar_job``).
+
+It runs beside the capture, never on its path: its own process, a Spark session on one
+core by default (``--master local[1]``), reading only segments the capture no longer
+writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from cdc.config.commands import config_option, load_config_or_exit
+
+from .columnar_job import ColumnarBusy, TopicColumns, companion_lock, write_companions
+from .session import spark_session
+from .source import LogSource
+from .state import ReplayError, TableHistory, load_histories, select_tables
+
+
+def topics_to_convert(source: LogSource, tables: list[TableHistory]) -> list[TopicColumns]:
+    """Each topic of ``tables``, with the row columns of every schema version of every
+    table written to it (a case-insensitive clash of names is left as JSON: Parquet
+    readers match column names without case)."""
+    by_topic: dict[str, list[TableHistory]] = defaultdict(list)
+    for history in tables:
+        by_topic[source.topic(history.name)].append(history)
+    found = []
+    for topic, histories in sorted(by_topic.items()):
+        columns: dict[str, None] = {}
+        for history in histories:
+            columns.update(dict.fromkeys(c.name for c in history.all_columns()))
+        found.append(TopicColumns(topic, tuple(columns),
+                                  max(h.newest.version for h in histories)))
+    return found
+
+
+def case_clashes(columns: tuple[str, ...]) -> list[str]:
+    """Column names equal to another one but for case."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for name in columns:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            clashes.append(f"{other}/{name}")
+    return clashes
+
+
+@click.command("columnar")
+@config_option
+@click.option("--master", default="local[1]", show_default=True,
+              help="Spark master URL (one core by default: it runs beside the capture).")
+@click.option("--tables", "tables", multiple=True,
+              help="schema.table, repeatable or comma-separated (default: source.tables, "
+              "else every captured table).")
+@click.option("--every", "every", type=float, default=None,
+              help="Seconds between rounds; runs until stopped (default: one round).")
+def columnar(config_path: Path, master: str, tables: tuple[str, ...],
+             every: float | None) -> None:
+    """Write Parquet companions of the file log's sealed segments; replay jobs read them
+    instead of the JSON lines.
+
+    Example: cdc log columnar -c pipeline.yaml --every 60
+    """
+    config = load_config_or_exit(config_path)
+    if config.log.backend != "file" or config.log.path is None:
+        raise click.ClickException("log.backend: companions are written for the file log; "
+                                   "this pipeline's log is on Kafka")
+    source = LogSource.of(config)
+    log_root = config.log.path
+    wanted = tuple(t.strip() for arg in tables for t in arg.split(",") if t.strip())
+    console = Console(stderr=True)
+    try:
+        with spark_session(master, config.spark.conf, app_name="distributary-columnar") \
+                as spark, companion_lock(log_root):
+            while True:
+                chosen = select_tables(load_histories(spark, source), wanted,
+                                       config.source.tables or ())
+                for topic in topics_to_convert(source, chosen):
+                    clashes = case_clashes(topic.columns)
+                    if clashes:
+                        console.print(f"[yellow]warning[/]: {topic.topic}: columns "
+                                      f"{', '.join(clashes)} differ only in case; its "
+                                      "segments stay JSON only")
+                        continue
+                    partitions = sorted(source.end_offsets(topic.topic))
+                    report = write_companions(spark, log_root, topic, partitions)
+                    for reason in report.waiting:
+                        console.print(f"[yellow]waiting[/]: {topic.topic} {reason}")
+                    click.echo(f"{topic.topic}: written={report.written} kept={report.kept} "
+                               f"removed={report.removed} waiting={len(report.waiting)} "
+                               f"seconds={report.seconds:.1f}")
+                if every is None:
+                    return
+                time.sleep(every)
+    except (ColumnarBusy, ReplayError) as exc:
+        raise click.ClickException(str(exc)) from None

@@ -1,0 +1,185 @@
+"""Columnar companions of the file log (``cdc log columnar``) against PostgreSQL through
+the real capture: the replay jobs give the same rows and checksums from the companions as
+from the segments' JSON lines — after a schema change, with a companion damaged, and
+after ``cdc log columnar`` was killed while writing one."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from psycopg.rows import dict_row
+from pyspark.sql import SparkSession
+
+from cdc.capture.lsn import format_lsn
+from cdc.capture.runner import Capture
+from cdc.cli import main
+from spark_pipelines.checksum import python_checksum
+from spark_pipelines.columnar import plan
+from spark_pipelines.companions import (
+    check_companion,
+    companion_bases,
+    companion_paths,
+    partition_segments,
+    sealed,
+)
+from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
+from tests.integration.spark.test_replay_materialize import current_lsn, replay, wait_captured
+
+pytestmark = pytest.mark.integration
+__all__ = ["capture_env", "run_capture"]
+
+TABLE = "public.orders"
+ODD = "Odd Name.x"
+
+
+def small_segments(env: CaptureEnv) -> None:
+    """Roll segments every 16 KiB, so the workload seals many."""
+    env.config_path.write_text(env.config_path.read_text() + "  segment_bytes: 16KiB\n")
+
+
+def workload(env: CaptureEnv, rng: random.Random, transactions: int, first_id: int,
+             extra: bool = False) -> None:
+    """Inserts, updates (some leaving the TOASTed ``body`` unchanged) and deletes, waiting
+    for the capture every 5 transactions (a segment rolls between appended batches)."""
+    next_id = first_id
+    with psycopg.connect(env.dsn) as conn:
+        for number in range(transactions):
+            if number % 5 == 4:
+                wait_captured(env, current_lsn(env))
+            with conn.transaction():
+                ids = [r[0] for r in conn.execute("SELECT id FROM orders").fetchall()]
+                for _ in range(rng.randint(1, 8)):
+                    choice = rng.random()
+                    if choice < 0.5 or not ids:
+                        conn.execute(
+                            'INSERT INTO orders (id, status, amount, at, doc, tags, "Odd Name.x",'
+                            " body) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                            (next_id, rng.choice(["new", "paid", "ü ✓"]),
+                             f"{rng.randint(0, 10**9)}.{rng.randint(0, 99):02d}",
+                             "infinity" if next_id % 17 == 0 else
+                             f"2026-11-{1 + next_id % 28:02d} 10:00:00.{next_id % 999:03d}+00",
+                             f'{{"n": {next_id}, "f": 1.5e300, "deep": {{"a": [1, 2.25]}}}}',
+                             [f"t{next_id}", None], f"odd {next_id}",
+                             "x" * 3000 + str(rng.random()) * 200))
+                        ids.append(next_id)
+                        next_id += 1
+                    elif choice < 0.85:
+                        target = rng.choice(ids)
+                        if extra:
+                            conn.execute("UPDATE orders SET status = 'shipped', extra = %s "
+                                         "WHERE id = %s", (rng.randint(0, 9), target))
+                        else:
+                            conn.execute("UPDATE orders SET status = status || '+' "
+                                         "WHERE id = %s", (target,))
+                    else:
+                        target = rng.choice(ids)
+                        conn.execute("DELETE FROM orders WHERE id = %s", (target,))
+                        ids.remove(target)
+
+
+def columnar(env: CaptureEnv) -> str:
+    """Run ``cdc log columnar`` in process (the test's Spark session); its output."""
+    result = CliRunner().invoke(main, ["log", "columnar", "-c", str(env.config_path)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def columnar_killed_at(env: CaptureEnv, crash_point: str) -> None:
+    """Run ``cdc log columnar`` in its own process, killed (SIGKILL) at ``crash_point``."""
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc.cli", "log", "columnar", "-c", str(env.config_path)],
+        env={**os.environ, "DISTRIBUTARY_CRASH_AT": crash_point},
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == -9, (result.returncode, result.stdout, result.stderr[-3000:])
+
+
+def outputs(spark: SparkSession, env: CaptureEnv, out: Path,
+            as_of: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """Checksums of materialize and state-as-of, and the rows each wrote."""
+    now = replay("materialize", "-c", str(env.config_path), "--tables", TABLE,
+                 "--output", str(out))
+    past = replay("state-as-of", "-c", str(env.config_path), "--tables", TABLE,
+                  "--output", str(out), "--as-of", as_of)
+    as_of_dir = out / f"as_of_{as_of.replace('/', '_')}" / TABLE
+    return ({"now": now[TABLE], "past": past[TABLE]},
+            sorted(map(tuple, spark.read.parquet(str(out / TABLE)).collect()), key=str),
+            sorted(map(tuple, spark.read.parquet(str(as_of_dir)).collect()), key=str))
+
+
+def sealed_segments(env: CaptureEnv) -> list[tuple[int, int]]:
+    topic = env.topic("orders")
+    return [(p, base) for p in range(3)
+            for base in sealed(partition_segments(env.log_dir, topic, p))]
+
+
+def test_replay_reads_the_same_from_companions_as_from_json(
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: SparkSession,
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    env = capture_env
+    small_segments(env)
+    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
+            f'at timestamptz, doc jsonb, tags text[], "{ODD}" text, body text)',
+            "ALTER TABLE orders ALTER COLUMN body SET STORAGE EXTERNAL")
+    run_capture()
+    rng = random.Random(20261129)
+    workload(env, rng, 40, 1)
+    as_of = format_lsn(current_lsn(env))
+    env.sql("ALTER TABLE orders ADD COLUMN extra int")
+    workload(env, rng, 40, 1000, extra=True)
+    wait_captured(env, current_lsn(env))
+    topic = env.topic("orders")
+    assert len(sealed_segments(env)) >= 6, "the workload should seal several segments"
+
+    from_json = outputs(spark, env, tmp_path / "json", as_of)
+    with psycopg.connect(env.dsn, row_factory=dict_row) as conn:
+        simple = list(conn.execute("SELECT id, status, amount, extra FROM orders"))
+    written = spark.read.parquet(str(tmp_path / "json" / TABLE))
+    assert python_checksum(r.asDict() for r in written.select(
+        "id", "status", "amount", "extra").collect()) == python_checksum(simple)
+    assert dict(written.dtypes)["at"] == "string"  # 'infinity' kept as text, both ways
+
+    # killed after Spark wrote the second companion, before it was moved into place; then
+    # killed between a companion's file and its manifest: neither is ever read
+    columnar_killed_at(env, "columnar.parquet_written:2")
+    columnar_killed_at(env, "columnar.before_manifest:1")
+    usable = [s for s in sealed_segments(env) if check_companion(env.log_dir, topic, *s).usable]
+    assert 1 <= len(usable) < len(sealed_segments(env))
+    assert outputs(spark, env, tmp_path / "after-kill", as_of) == from_json
+
+    report = columnar(env)
+    assert f"{topic}: written=" in report
+    assert all(check_companion(env.log_dir, topic, *s).usable for s in sealed_segments(env))
+    assert not any(p.name.startswith(".tmp-")
+                   for p in (env.log_dir / "_columnar").rglob("*")), "leftovers removed"
+    ends = {p: 1 << 62 for p in range(3)}
+    assert len(plan(env.log_dir, topic, ends).companions) == len(sealed_segments(env))
+    assert outputs(spark, env, tmp_path / "columnar", as_of) == from_json
+
+    # a damaged companion is passed over (and said so), then written again
+    partition, base = sealed_segments(env)[0]
+    parquet = companion_paths(env.log_dir, topic, partition, base)[0]
+    data = bytearray(parquet.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    parquet.write_bytes(bytes(data))
+    with caplog.at_level("WARNING"):
+        assert outputs(spark, env, tmp_path / "damaged", as_of) == from_json
+    assert any("is damaged" in r.getMessage() for r in caplog.records)
+    assert "written=1 " in columnar(env)
+    assert check_companion(env.log_dir, topic, partition, base).usable
+
+    # a segment gone (retention) takes its companion with it
+    segment = env.log_dir / topic / f"partition={partition}" / f"{base:020d}.jsonl"
+    segment.unlink()
+    assert "removed=1 " in columnar(env)
+    assert base not in companion_bases(env.log_dir, topic, partition)
+    shutil.rmtree(env.log_dir / "_columnar")
