@@ -35,6 +35,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from .columns import quoted
+
 NULL_TEXT = "\\N"
 FIELD_SEPARATOR = "\x1f"
 ROW_SEPARATOR = "\x1e"
@@ -61,7 +63,7 @@ def row_text(schema: StructType) -> Column:
     """The canonical text of a row of ``schema`` (see the module docstring)."""
     fields = sorted(schema.fields, key=lambda f: f.name)
     return F.concat_ws(ROW_SEPARATOR, *[
-        F.concat(F.lit(f.name + FIELD_SEPARATOR), _spark_text(F.col(f"`{f.name}`"), f.dataType))
+        F.concat(F.lit(f.name + FIELD_SEPARATOR), _spark_text(F.col(quoted(f.name)), f.dataType))
         for f in fields])
 
 

@@ -83,6 +83,12 @@ class TableColumns:
         return StructType([StructField(c.name, spark_type(c)) for c in self.columns])
 
 
+def quoted(name: str) -> str:
+    """A column name as Spark SQL reads it: in backticks, a backtick in it doubled (a
+    PostgreSQL name may hold dots, spaces and backticks)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def spark_type(column: Column) -> DataType:
     """The Spark type a column's values keep (see the module docstring)."""
     namespace, name = column.base_type

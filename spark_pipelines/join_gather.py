@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from derived import JoinedView
 
+from .columns import quoted
 from .materialize import KEY_COLUMN, OP_COLUMN, UPSERTS
 from .source import EndOffsets, LogSource
 from .state import TableHistory, text_state
@@ -137,21 +138,21 @@ def _joined_rows(parent: DataFrame, child: DataFrame,
     if any(p not in parent.columns or c not in child.columns for p, c in on.items()):
         return None
     pairs = list(on.items())
-    wanted = parent.select(GROUP_COLUMN, *[F.col(f"`{p}`").alias(f"_on{i}")
+    wanted = parent.select(GROUP_COLUMN, *[F.col(quoted(p)).alias(f"_on{i}")
                                            for i, (p, _) in enumerate(pairs)]).distinct()
     condition = None
     for i, (_, column) in enumerate(pairs):
-        equal = F.col(f"c.`{column}`") == F.col(f"w._on{i}")
+        equal = F.col(f"c.{quoted(column)}") == F.col(f"w._on{i}")
         condition = equal if condition is None else condition & equal
     joined = child.alias("c").join(wanted.alias("w"), condition, "inner")
     # ``wanted`` is distinct and a child row has one value of the join columns: each
     # child row comes once per group
-    return joined.select(*[F.col(f"c.`{c}`") for c in child.columns],
+    return joined.select(*[F.col(f"c.{quoted(c)}") for c in child.columns],
                          F.col(f"w.{GROUP_COLUMN}"))
 
 
 def _lines(rows: DataFrame, table: int) -> DataFrame:
     columns = [c for c in rows.columns if c != GROUP_COLUMN]
     return rows.select(GROUP_COLUMN, F.to_json(F.struct(
-        F.lit(table).alias(TABLE_FIELD), *[F.col(f"`{c}`") for c in columns])
+        F.lit(table).alias(TABLE_FIELD), *[F.col(quoted(c)) for c in columns])
     ).alias(LINE_COLUMN))

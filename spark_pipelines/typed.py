@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DataType, StringType
 
-from .columns import TableColumns, spark_type
+from .columns import TableColumns, quoted, spark_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class KeptAsText:
 
 
 def _converted(name: str, data_type: DataType) -> Column:
-    text = F.col(f"`{name}`")
+    text = F.col(quoted(name))
     if isinstance(data_type, BinaryType):
         return F.try_to_binary(text, F.lit("base64"))
     return text.try_cast(data_type)
@@ -50,15 +50,15 @@ def typed_state(state: DataFrame, table: TableColumns,
     checked = [name for name, t in types.items() if not isinstance(t, StringType)]
     kept: list[KeptAsText] = []
     if checked:
-        lost = {name: F.col(f"`{name}`").isNotNull() & _converted(name, types[name]).isNull()
+        lost = {name: F.col(quoted(name)).isNotNull() & _converted(name, types[name]).isNull()
                 for name in checked}
         counts = state.agg(*[F.count(F.when(lost[n], 1)).alias(n) for n in checked]).collect()[0]
         for name in checked:
             if counts[name]:
-                example = state.where(lost[name]).select(f"`{name}`").first()
+                example = state.where(lost[name]).select(quoted(name)).first()
                 kept.append(KeptAsText(name, types[name].simpleString(), int(counts[name]),
                                        str(example[0]) if example else ""))
                 types[name] = StringType()
     return state.select(*[_converted(name, t).alias(name) if not isinstance(t, StringType)
-                          else F.col(f"`{name}`") for name, t in types.items()],
+                          else F.col(quoted(name)) for name, t in types.items()],
                         *passed), kept
