@@ -21,7 +21,7 @@ the whole topic as JSON instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,6 @@ from pyspark.sql.types import (
     ArrayType,
     AtomicType,
     DataType,
-    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -41,7 +40,7 @@ from pyspark.sql.types import (
 from cdc.log.file import topic_dir
 
 from .companions import check_companion, companion_paths, partition_segments, sealed, segment_path
-from .log_source import record_schema
+from .log_source import record_columns, record_schema
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +110,25 @@ def readable_as(stored: DataType, wanted: DataType, *, open_row: bool = False) -
         else open_row for f in wanted.fields)
 
 
+def row_names(value_type: DataType) -> set[str]:
+    """The table columns a request reads (the fields of its ``before``/``after``)."""
+    if not isinstance(value_type, StructType):
+        return set()
+    return {name for f in value_type.fields if f.name in ROW_FIELDS
+            and isinstance(f.dataType, StructType) for name in f.dataType.fieldNames()}
+
+
+def case_clashes(columns: Iterable[str]) -> list[str]:
+    """Column names equal to another one but for case (``a/A``), each pair once."""
+    seen: dict[str, str] = {}
+    clashes = []
+    for name in dict.fromkeys(columns):
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            clashes.append(f"{other}/{name}")
+    return clashes
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """Which files of a topic a read takes: companions and JSON segments."""
@@ -154,14 +172,14 @@ def read_records(spark: SparkSession, log_root: Path | str, topic: str, value_ty
     in each, at least the records below its end (the caller bounds the offsets)."""
     chosen = plan(log_root, topic, ends)
     if not chosen.companions and not chosen.segments:  # retention removed every segment
-        return spark.createDataFrame([], StructType([
-            StructField("partition", IntegerType()), StructField("offset", LongType()),
-            StructField("lsn", LongType()), StructField("seq", LongType()),
-            StructField("key", StringType()), StructField("value", value_type)]))
+        return spark.createDataFrame([], record_columns(value_type))
     base_path = str(topic_dir(log_root, topic))
     stored = companion_value_type(chosen.columns)
-    value = conformed(F.col("value"), stored, value_type) if chosen.companions else None
-    if value is None:  # nothing converted, or a request the companions cannot answer
+    value = conformed(F.col("value"), stored, value_type) \
+        if chosen.companions and not case_clashes((*chosen.columns, *row_names(value_type))) \
+        else None
+    if value is None:  # nothing converted, a request the companions cannot answer, or
+        # names Parquet's reader (matching without case) could take one for another
         files = [*chosen.segments,
                  *(_segment_of(log_root, topic, path) for path in chosen.companions)]
         return _json(spark, base_path, files, value_type)

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from cdc.config.commands import config_option, load_config_or_exit
 
+from .columnar import case_clashes
 from .columnar_job import ColumnarBusy, TopicColumns, companion_lock, write_companions
 from .session import spark_session
 from .source import LogSource
@@ -38,17 +39,6 @@ def topics_to_convert(source: LogSource, tables: list[TableHistory]) -> list[Top
         found.append(TopicColumns(topic, tuple(columns),
                                   max(h.newest.version for h in histories)))
     return found
-
-
-def case_clashes(columns: tuple[str, ...]) -> list[str]:
-    """Column names equal to another one but for case."""
-    seen: dict[str, str] = {}
-    clashes = []
-    for name in columns:
-        other = seen.setdefault(name.lower(), name)
-        if other != name:
-            clashes.append(f"{other}/{name}")
-    return clashes
 
 
 @click.command("columnar")

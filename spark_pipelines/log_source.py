@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     BooleanType,
     DataType,
+    IntegerType,
     LongType,
     StringType,
     StructField,
@@ -49,3 +50,12 @@ def read_topic(spark: SparkSession, log_root: Path | str, topic: str,
             .option("mode", "FAILFAST")
             .option("pathGlobFilter", "*.jsonl")
             .json(str(topic_dir(log_root, topic))))
+
+
+def record_columns(value_type: DataType) -> StructType:
+    """The columns a job reads a topic as (``source.LogSource.read``): the partition, the
+    offset, the source position, the key's JSON text and the value as ``value_type``."""
+    return StructType([
+        StructField("partition", IntegerType()), StructField("offset", LongType()),
+        StructField("lsn", LongType()), StructField("seq", LongType()),
+        StructField("key", StringType()), StructField("value", value_type)])

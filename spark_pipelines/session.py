@@ -33,6 +33,9 @@ from pyspark.sql import SparkSession
 COMMON_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # PostgreSQL tells "note" from "Note": so must the jobs (Spark ignores case by default,
+    # and two such columns would be one, or an error)
+    "spark.sql.caseSensitive": "true",
 }
 LOOPBACK_DRIVER = {
     "spark.driver.host": "127.0.0.1",

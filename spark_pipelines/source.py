@@ -25,7 +25,6 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     StringType,
-    StructField,
     StructType,
 )
 
@@ -37,6 +36,7 @@ from cdc.log.file import FileLog
 
 from .columnar import read_records
 from .kafka_options import kafka_security_options
+from .log_source import record_columns
 
 EndOffsets = Mapping[int, int]
 COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
@@ -138,14 +138,6 @@ class LogSource:
         ends = self.end_offsets(self.schema_topic)
         rows = self.read(spark, self.schema_topic, StringType(), ends).select("value").collect()
         return [str(row["value"]) for row in rows]
-
-
-def record_columns(value_type: DataType) -> StructType:
-    """The schema of ``LogSource.read``'s frame."""
-    return StructType([
-        StructField("partition", IntegerType()), StructField("offset", LongType()),
-        StructField("lsn", LongType()), StructField("seq", LongType()),
-        StructField("key", StringType()), StructField("value", value_type)])
 
 
 def _parsed(text: Column, value_type: DataType) -> Column:

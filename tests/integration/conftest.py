@@ -109,8 +109,13 @@ def spark(spark_kafka_jar_paths: list[Path],
     classpath (a JVM's jars are fixed when the first session starts)."""
     from pyspark.sql import SparkSession
 
+    from spark_pipelines.session import COMMON_DEFAULTS
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import the connectors
-    session = (SparkSession.builder.master("local[2]").appName("distributary-tests")
+    builder = SparkSession.builder
+    for key, value in COMMON_DEFAULTS.items():  # what the jobs' own sessions get
+        builder = builder.config(key, value)
+    session = (builder.master("local[2]").appName("distributary-tests")
                .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")

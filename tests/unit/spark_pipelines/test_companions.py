@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from spark_pipelines.columnar import companion_value_type, readable_as
-from spark_pipelines.columnar_command import case_clashes
+from spark_pipelines.columnar import case_clashes, companion_value_type, readable_as, row_names
 from spark_pipelines.companions import (
     Manifest,
     SegmentStamp,
@@ -120,5 +119,9 @@ def test_the_reader_answers_a_subset_of_the_stored_event_directly() -> None:
 
 
 def test_names_equal_but_for_case_are_found() -> None:
-    assert case_clashes(("id", "Note", "note", "x")) == ["Note/note"]
+    assert case_clashes(("id", "Note", "note", "x", "note")) == ["Note/note"]
     assert case_clashes(("id", "note")) == []
+    requested = StructType([StructField("after", StructType([StructField("ID", StringType())])),
+                            StructField("op", StringType())])
+    assert row_names(requested) == {"ID"}
+    assert case_clashes(("id", *row_names(requested))) == ["id/ID"]
