@@ -52,15 +52,18 @@ def run(config_path: Path, recreate_lost_slot: bool) -> None:
     stop = stop_on_signals()
     release_free_memory_periodically()  # a long run's fragmented heap
     names = [connector.name for connector in config.connectors]
+    every = config.spark.columnar_every
     specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot,
-                        reconcile=config.reconcile is not None)
+                        reconcile=config.reconcile is not None,
+                        columnar_every=None if every is None else every.total_seconds())
     log_format = current_log_format()
     with tempfile.TemporaryDirectory(prefix="distributary-run-") as scratch:
         port_files = {spec.name: Path(scratch) / f"child-{number}.port"
                       for number, spec in enumerate(specs)}
 
         def launch(spec: ChildSpec) -> ChildProcess:
-            port_file = None if config.metrics is None else port_files[spec.name]
+            port_file = None if config.metrics is None or not spec.serves_endpoint \
+                else port_files[spec.name]
             return ChildProcess(spec, log_format, port_file)
 
         supervisor = Supervisor(specs, launch)

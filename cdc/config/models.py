@@ -69,6 +69,10 @@ class SparkConfig(ConfigModel):
     output_path: Path = Field(default=Path(".data/spark"), description="where jobs write datasets")
     conf: dict[Annotated[str, AfterValidator(_spark_key)], ScalarText] = Field(
         default_factory=dict, description="extra Spark settings, e.g. spark.driver.memory: 2g")
+    columnar_every: Duration | None = Field(
+        default=None, description="with a file log, `cdc run` also runs `cdc log columnar "
+        "--every` this often (e.g. 60s): Parquet companions of sealed segments that the "
+        "jobs read instead of JSON; needs the spark extra")
     aggregates: tuple[AggregateConfig, ...] = Field(
         default=(), description="derived datasets `cdc replay aggregates` computes with Spark "
         "SQL over the materialized tables, each written as Parquet to "
@@ -167,6 +171,15 @@ class PipelineConfig(ConfigModel):
                 (f"{prefix}._", f"{prefix}.{DEAD_LETTER_INFIX}.", "__"))]
         if problems:
             raise_field_problems("PipelineConfig", problems)
+        return self
+
+    @model_validator(mode="after")
+    def _columnar_needs_a_file_log(self) -> PipelineConfig:
+        every = self.spark.columnar_every
+        if every is not None and self.log.backend != "file":
+            raise_field_problems("PipelineConfig", [(
+                ("spark", "columnar_every"), "columnar companions are written for the file "
+                "log; remove it, or use log.backend: file", every)])
         return self
 
     @property

@@ -35,10 +35,13 @@ _write_lock = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class ChildSpec:
-    """A child to run: ``name`` (``capture``, ``connector <name>``) and its ``cdc`` args."""
+    """A child to run: ``name`` (``capture``, ``connector <name>``) and its ``cdc`` args;
+    ``serves_endpoint``: whether it publishes a metrics endpoint (``cdc log columnar``
+    does not: it is healthy while it runs)."""
 
     name: str
     args: tuple[str, ...]
+    serves_endpoint: bool = True
 
 
 class ChildProcess:
@@ -141,13 +144,18 @@ def _write(text: str) -> None:
 
 
 def child_specs(config_path: Path, connectors: Sequence[str], *,
-                recreate_lost_slot: bool, reconcile: bool = False) -> list[ChildSpec]:
+                recreate_lost_slot: bool, reconcile: bool = False,
+                columnar_every: float | None = None) -> list[ChildSpec]:
     """The children of ``cdc run``: the capture, then one per connector, then with
-    ``reconcile`` (a ``reconcile:`` section) ``cdc reconcile --continuous``."""
+    ``reconcile`` (a ``reconcile:`` section) ``cdc reconcile --continuous``, then with
+    ``columnar_every`` (``spark.columnar_every``) ``cdc log columnar --every``."""
     config = ("-c", str(config_path))
     capture = ("capture", *config, *(("--recreate-lost-slot",) if recreate_lost_slot else ()))
     return [ChildSpec("capture", capture),
             *(ChildSpec(f"connector {name}", ("connect", *config, "--connector", name))
               for name in connectors),
             *([ChildSpec("reconcile", ("reconcile", *config, "--continuous"))]
-              if reconcile else [])]
+              if reconcile else []),
+            *([ChildSpec("columnar", ("log", "columnar", *config, "--every",
+                                      f"{columnar_every:g}"), serves_endpoint=False)]
+              if columnar_every is not None else [])]

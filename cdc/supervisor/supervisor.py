@@ -67,6 +67,7 @@ class ChildState:
     port: int | None = None  # its metrics endpoint on 127.0.0.1
     last_exit: ChildExit | None = None
     restart_in_s: float | None = None
+    serves_endpoint: bool = True  # False: healthy while up (no endpoint to ask)
 
 
 class RunningChild(Protocol):
@@ -119,7 +120,8 @@ class Supervisor:
             return [ChildState(
                 slot.spec.name, slot.process is not None, slot.restarts,
                 None if slot.process is None else slot.process.port(), slot.last_exit,
-                None if slot.restart_at is None else max(0.0, slot.restart_at - now))
+                None if slot.restart_at is None else max(0.0, slot.restart_at - now),
+                slot.spec.serves_endpoint)
                 for slot in self._slots]
 
     def run(self, stop: threading.Event) -> ChildExit | None:

@@ -87,6 +87,8 @@ def child_parts(state: ChildState, answer: tuple[int, bytes] | None) -> list[Par
     """The parts one child reports on its ``/healthz`` (or why it reports none)."""
     if not state.up:
         return [_down_part(state)]
+    if not state.serves_endpoint:
+        return [PartHealth(state.name, "running")]
     if answer is None:
         return [PartHealth(state.name, "starting", "the process does not answer yet")]
     try:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -208,3 +210,63 @@ def test_replay_reads_the_same_from_companions_as_from_json(
     assert with_clash != from_json
     assert outputs(spark, env, tmp_path / "clash", as_of) == with_clash
     assert "differ only in case" in columnar(env)
+
+
+def test_cdc_run_keeps_the_companions_written(capture_env: CaptureEnv,
+                                              tmp_path: Path) -> None:
+    """``spark.columnar_every``: ``cdc run`` runs ``cdc log columnar --every`` beside the
+    capture, and stops it (and its JVM) with the pipeline."""
+    env = capture_env
+    small_segments(env)
+    env.config_path.write_text(env.config_path.read_text()
+                               + "spark:\n  columnar_every: 1s\n  master: local[1]\n")
+    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
+            'at timestamptz, doc jsonb, tags text[], "Odd `Name`.x" text, body text)')
+    run = subprocess.Popen([sys.executable, "-m", "cdc.cli", "run", "-c", str(env.config_path)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        workload(env, random.Random(7), 30, 1)
+        topic = env.topic("orders")
+        deadline = time.monotonic() + 180
+        while not (sealed_segments(env) and all(
+                check_companion(env.log_dir, topic, *s).usable for s in sealed_segments(env))):
+            assert run.poll() is None, run.stderr.read() if run.stderr else ""
+            assert time.monotonic() < deadline, "cdc run wrote no companions"
+            time.sleep(1)
+        children = descendants(run.pid)
+    finally:
+        run.send_signal(signal.SIGTERM)
+        _, errors = run.communicate(timeout=60)
+    assert run.returncode == 0, errors[-3000:]
+    assert len(sealed_segments(env)) >= 3
+    assert any("java" in command for command in children.values()), children
+    deadline = time.monotonic() + 30
+    while (alive := [pid for pid in children if Path(f"/proc/{pid}").exists()]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive, f"outlived cdc run: {[children[pid] for pid in alive]}"
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid`` now: pid → command line."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                try:
+                    command = (Path(f"/proc/{child}/cmdline").read_bytes()
+                               .replace(b"\0", b" ").decode(errors="replace"))
+                except OSError:
+                    continue
+                found[child] = command
+                frontier.append(child)
+    return found

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from cdc.config import load_config
-from tests.unit.config.conftest import LoadProblems, WriteConfig, problem_at, variant
+from cdc.config import PipelineConfig, load_config
+from tests.unit.config.conftest import VALID, LoadProblems, WriteConfig, problem_at, variant
 
 FILE_LOG = "  backend: file\n  path: ./.data/log"
 
@@ -100,3 +102,15 @@ def test_a_table_topic_cannot_be_an_internal_topic(load_problems: LoadProblems,
     text = variant(FILE_LOG, FILE_LOG + f"\n  topic_names:\n    public.orders: {topic}")
     assert "a topic the pipeline itself uses" in problem_at(
         load_problems(text), "log.topic_names['public.orders']")
+
+
+def test_columnar_companions_need_a_file_log(load_problems: LoadProblems,
+                                             load_valid: Callable[[str], PipelineConfig]
+                                             ) -> None:
+    kafka = variant(FILE_LOG, "  backend: kafka\n  bootstrap_servers: [k:9092]")
+    problem = problem_at(load_problems(kafka + "spark:\n  columnar_every: 60s\n"),
+                         "spark.columnar_every")
+    assert "written for the file log" in problem
+    config = load_valid(VALID + "spark:\n  columnar_every: 90s\n")
+    assert config.spark.columnar_every is not None
+    assert config.spark.columnar_every.total_seconds() == 90

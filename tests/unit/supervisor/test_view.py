@@ -84,3 +84,10 @@ def test_the_view_serves_merged_metrics_health_and_samples() -> None:
     assert topics == {"p.public.a": 7, "p.public.b": 3}
     assert (sample.events, sample.lag_bytes) == (10, 42)
     assert sample.connector_lag == {"a": 4, "b": 0}
+
+
+def test_a_child_without_an_endpoint_is_ready_while_it_runs() -> None:
+    [running] = child_parts(ChildState("columnar", True, 0, serves_endpoint=False), None)
+    assert running.state == "running" and running.ready
+    [down] = child_parts(ChildState("columnar", False, 1, serves_endpoint=False), None)
+    assert down.state == "down" and not down.ready

@@ -187,3 +187,12 @@ def test_the_status_page_shows_the_last_summary_line_and_its_time() -> None:
     view.reading(3.0)
     assert view.reconcile == {"at": 1700000600.0, "finished": False, "summary": None}
     assert last_result([]) is None
+
+
+def test_cdc_run_starts_the_columnar_child_only_when_asked() -> None:
+    path = Path("/etc/pipeline.yaml")
+    specs = child_specs(path, [], recreate_lost_slot=False, columnar_every=60.0)
+    assert [spec.name for spec in specs] == ["capture", "columnar"]
+    assert specs[-1].args == ("log", "columnar", "-c", str(path), "--every", "60")
+    assert not specs[-1].serves_endpoint and specs[0].serves_endpoint
+    assert "columnar" not in [s.name for s in child_specs(path, [], recreate_lost_slot=False)]
