@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from pyspark.sql import SparkSession
 from rich.console import Console
 
 from cdc.config.commands import config_option, load_config_or_exit
@@ -39,6 +41,28 @@ def topics_to_convert(source: LogSource, tables: list[TableHistory]) -> list[Top
         found.append(TopicColumns(topic, tuple(columns),
                                   max(h.newest.version for h in histories)))
     return found
+
+
+def one_round(spark: SparkSession, source: LogSource, wanted: tuple[str, ...],
+              configured: Sequence[str], console: Console, *, quiet: bool) -> None:
+    """Write the missing companions of every chosen table's topic, a line per topic
+    (``quiet``: only for topics where something was written, removed or left waiting)."""
+    assert source.path is not None
+    chosen = select_tables(load_histories(spark, source), wanted, configured)
+    for topic in topics_to_convert(source, chosen):
+        clashes = case_clashes(topic.columns)
+        if clashes:
+            console.print(f"[yellow]warning[/]: {topic.topic}: columns {', '.join(clashes)} "
+                          "differ only in case; its segments stay JSON only")
+            continue
+        partitions = sorted(source.end_offsets(topic.topic))
+        report = write_companions(spark, source.path, topic, partitions)
+        for reason in report.waiting:
+            console.print(f"[yellow]waiting[/]: {topic.topic} {reason}")
+        if not quiet or report.written or report.removed or report.waiting:
+            click.echo(f"{topic.topic}: written={report.written} kept={report.kept} "
+                       f"removed={report.removed} waiting={len(report.waiting)} "
+                       f"seconds={report.seconds:.1f}")
 
 
 @click.command("columnar")
@@ -69,22 +93,13 @@ def columnar(config_path: Path, master: str, tables: tuple[str, ...],
         with spark_session(master, config.spark.conf, app_name="distributary-columnar") \
                 as spark, companion_lock(log_root):
             while True:
-                chosen = select_tables(load_histories(spark, source), wanted,
-                                       config.source.tables or ())
-                for topic in topics_to_convert(source, chosen):
-                    clashes = case_clashes(topic.columns)
-                    if clashes:
-                        console.print(f"[yellow]warning[/]: {topic.topic}: columns "
-                                      f"{', '.join(clashes)} differ only in case; its "
-                                      "segments stay JSON only")
-                        continue
-                    partitions = sorted(source.end_offsets(topic.topic))
-                    report = write_companions(spark, log_root, topic, partitions)
-                    for reason in report.waiting:
-                        console.print(f"[yellow]waiting[/]: {topic.topic} {reason}")
-                    click.echo(f"{topic.topic}: written={report.written} kept={report.kept} "
-                               f"removed={report.removed} waiting={len(report.waiting)} "
-                               f"seconds={report.seconds:.1f}")
+                try:
+                    one_round(spark, source, wanted, config.source.tables or (), console,
+                              quiet=every is not None)
+                except ReplayError as exc:
+                    if every is None:
+                        raise
+                    console.print(f"[yellow]waiting[/]: {exc}")  # e.g. no schema record yet
                 if every is None:
                     return
                 time.sleep(every)
