@@ -134,8 +134,11 @@ def _write_one(spark: SparkSession, log_root: Path, wanted: TopicColumns, partit
                base: int) -> str:
     """Write one segment's companion; ``""`` when done, else why it was not."""
     segment = segment_path(log_root, wanted.topic, partition, base)
-    stamp = SegmentStamp.of(segment)
-    lines = _count_lines(segment)
+    try:
+        stamp = SegmentStamp.of(segment)
+        lines = _count_lines(segment)
+    except FileNotFoundError:
+        return "its segment is gone (retention or compaction removed it meanwhile)"
     parquet, manifest_path = companion_paths(log_root, wanted.topic, partition, base)
     tmp = parquet.parent / f"{TMP_PREFIX}{base}-{os.getpid()}"
     stored = companion_value_type(wanted.columns)
