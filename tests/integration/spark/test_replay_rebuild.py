@@ -34,6 +34,7 @@ from connectors.redis.config import RedisSinkConfig
 from connectors.redis.sink import RedisSink
 from connectors.runtime.events import decode_batch
 from spark_pipelines.cache_rebuild import rebuild_cache_table
+from spark_pipelines.columnar import plan
 from spark_pipelines.log_range import read_range
 from spark_pipelines.search_rebuild import catch_up, rebuild_table
 from spark_pipelines.source import LogSource
@@ -42,6 +43,7 @@ from spark_pipelines.task_writes import TaskCounts
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
 from tests.integration.connectors.harness import wait_until
 
+from .test_columnar import columnar
 from .test_replay_materialize import current_lsn, replay, rows_of, wait_captured, workload
 
 pytestmark = pytest.mark.integration
@@ -151,6 +153,8 @@ def test_rebuilds_equal_the_streaming_sinks(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any,
         opensearch_url: str, redis_url: str, unique_name: str, tmp_path: Path) -> None:
     env = capture_env
+    env.config_path.write_text(env.config_path.read_text()  # sealed segments: companions
+                               + "  segment_bytes: 4KiB\n")
     add_connectors(env, opensearch_url, redis_url, unique_name)
     config = load_config(env.config_path)
     search_config = cast(OpenSearchSinkConfig, config.connectors[0].config)
@@ -215,6 +219,17 @@ def test_rebuilds_equal_the_streaming_sinks(
     assert values == {k: v for k, v in streamed_cache.items() if not k.startswith(b"_cdc_")}
     versions = {k for k in rebuilt_cache if k.startswith(b"_cdc_version:")}
     assert versions and versions <= set(streamed_cache)
+
+    # the same rebuilds again, reading the log's columnar companions
+    assert f"{env.topic('items')}: written=" in columnar(env)
+    assert plan(env.log_dir, env.topic("items"), {p: 1 << 62 for p in range(3)}).companions
+    for key in cache.scan_iter(match=f"*{unique_name}:*", count=1000):
+        if not key.startswith(b"_cdc_truncated:"):
+            cache.delete(key)
+    replay("rebuild-cache", "-c", str(env.config_path), "--tables", TABLE)
+    assert redis_state(cache, unique_name) == rebuilt_cache
+    replay("rebuild-search", "-c", str(env.config_path), "--tables", TABLE, "--drop-old")
+    assert documents(client, alias) == final
 
 
 def assert_written_by_tasks(counts: TaskCounts | None, rows: int) -> None:
