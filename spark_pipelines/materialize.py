@@ -14,7 +14,8 @@ key change, the value the old key had (``_before_key_change``).
 Everything is Spark SQL (no Python per record): one aggregation per key over the events
 (``max_by`` the position; Spark runs it as a sort aggregation, the buffer holding the
 row's strings — a hash aggregation of the newest position joined back to the events
-measured only 7 % faster: docs/performance.md), then, only for
+measured only 7 % faster: docs/performance.md — grouped by the key's hash, then the key,
+so that the sort mostly compares numbers), then, only for
 the rare keys whose newest event left columns out, a second look at their history.
 """
 
@@ -73,9 +74,13 @@ def current_state(records: DataFrame, names: Sequence[str], *, as_of_lsn: int | 
         F.col("value.schema_version").alias("schema_version"))
     if as_of_lsn is not None:
         events = events.where(F.col("lsn") <= F.lit(as_of_lsn))
-    latest = (events.groupBy("key")
+    # grouped by the key's hash first: Spark sorts the events by the grouping columns, and
+    # keys' JSON texts share their first bytes ({"id":…), the prefix its sort compares
+    # first, so every comparison would go on to the whole strings (20 % less time with the hash)
+    latest = (events.groupBy(F.xxhash64("key").alias("_key_hash"), "key")
               .agg(F.max_by(F.struct("lsn", "seq", "op", "schema_version", "after", "unchanged"),
                             F.struct("lsn", "seq")).alias("last"))
+              .drop("_key_hash")
               .persist(StorageLevel.MEMORY_AND_DISK))
     truncated = (latest.where((F.col("key") == TRUNCATE_KEY) & (F.col("last.op") == "t"))
                  .select(F.col("last.lsn").alias("t_lsn"), F.col("last.seq").alias("t_seq")))
