@@ -40,14 +40,13 @@ from pyspark.sql.types import (
 from cdc.log.file import topic_dir
 
 from .companions import check_companion, companion_paths, partition_segments, sealed, segment_path
-from .log_source import record_columns, record_schema
+from .log_source import RECORD_COLUMNS, record_columns, record_schema
 
 log = logging.getLogger(__name__)
 
 ROW_FIELDS = frozenset({"before", "after"})
 SOURCE_FIELDS = ("db", "schema", "table", "lsn", "commit_lsn", "seq", "txid", "commit_ts",
                  "snapshot")
-RECORD_COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
 
 
 def companion_value_type(columns: Sequence[str]) -> StructType:
@@ -131,9 +130,10 @@ def case_clashes(columns: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """Which files of a topic a read takes: companions and JSON segments."""
+    """Which files of a topic a read takes: companions (with the segment each stands for)
+    and JSON segments."""
 
-    companions: list[Path]
+    companions: list[tuple[Path, Path]]  # (companion, its segment)
     segments: list[Path]
     columns: tuple[str, ...]  # every row column the chosen companions hold
 
@@ -142,7 +142,7 @@ def plan(log_root: Path | str, topic: str, ends: Mapping[int, int]) -> Plan:
     """The files holding the records of ``topic`` below ``ends``: each sealed segment's
     companion when it matches the segment (a damaged one is logged and passed over), the
     segment itself otherwise."""
-    companions: list[Path] = []
+    companions: list[tuple[Path, Path]] = []
     segments: list[Path] = []
     columns: dict[str, None] = {}
     for partition, end in sorted(ends.items()):
@@ -151,17 +151,19 @@ def plan(log_root: Path | str, topic: str, ends: Mapping[int, int]) -> Plan:
         for base in bases:
             if base >= end:
                 break
+            segment = segment_path(log_root, topic, partition, base)
             verdict = check_companion(log_root, topic, partition, base) if base in closed \
                 else None
             if verdict is not None and verdict.usable and verdict.manifest is not None:
-                companions.append(companion_paths(log_root, topic, partition, base)[0])
+                companion = companion_paths(log_root, topic, partition, base)[0]
+                companions.append((companion, segment))
                 columns.update(dict.fromkeys(verdict.manifest.columns))
                 continue
             if verdict is not None and verdict.problem != "missing":
                 log.warning("not reading the columnar companion of %s partition %d segment "
                             "%d: %s; reading the segment's JSON instead (cdc log columnar "
                             "writes it again)", topic, partition, base, verdict.problem)
-            segments.append(segment_path(log_root, topic, partition, base))
+            segments.append(segment)
     return Plan(companions, segments, tuple(columns))
 
 
@@ -180,13 +182,12 @@ def read_records(spark: SparkSession, log_root: Path | str, topic: str, value_ty
         else None
     if value is None:  # nothing converted, a request the companions cannot answer, or
         # names Parquet's reader (matching without case) could take one for another
-        files = [*chosen.segments,
-                 *(_segment_of(log_root, topic, path) for path in chosen.companions)]
+        files = [*chosen.segments, *(segment for _, segment in chosen.companions)]
         return _json(spark, base_path, files, value_type)
     direct = readable_as(stored, value_type)
     parquet = (spark.read.schema(record_schema(value_type if direct else stored))
-               .option("basePath", str(chosen.companions[0].parent.parent))
-               .parquet(*[str(p) for p in chosen.companions]))
+               .option("basePath", str(chosen.companions[0][0].parent.parent))
+               .parquet(*[str(companion) for companion, _ in chosen.companions]))
     parts = [parquet.select(*RECORD_COLUMNS[:-1],
                             F.col("value") if direct else value.alias("value"))]
     if chosen.segments:
@@ -203,8 +204,3 @@ def _json(spark: SparkSession, base_path: str, files: Sequence[Path],
             .option("mode", "FAILFAST").option("basePath", base_path)
             .json([str(f) for f in files])
             .select(*RECORD_COLUMNS))
-
-
-def _segment_of(log_root: Path | str, topic: str, companion: Path) -> Path:
-    partition = int(companion.parent.name.split("=", 1)[1])
-    return segment_path(log_root, topic, partition, int(companion.name.split(".", 1)[0]))

@@ -28,8 +28,7 @@ from .state import ReplayError, TableHistory, load_histories, select_tables
 
 def topics_to_convert(source: LogSource, tables: list[TableHistory]) -> list[TopicColumns]:
     """Each topic of ``tables``, with the row columns of every schema version of every
-    table written to it (a case-insensitive clash of names is left as JSON: Parquet
-    readers match column names without case)."""
+    table written to it, and the newest schema version among them."""
     by_topic: dict[str, list[TableHistory]] = defaultdict(list)
     for history in tables:
         by_topic[source.topic(history.name)].append(history)

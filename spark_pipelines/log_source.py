@@ -52,6 +52,9 @@ def read_topic(spark: SparkSession, log_root: Path | str, topic: str,
             .json(str(topic_dir(log_root, topic))))
 
 
+RECORD_COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
+
+
 def record_columns(value_type: DataType) -> StructType:
     """The columns a job reads a topic as (``source.LogSource.read``): the partition, the
     offset, the source position, the key's JSON text and the value as ``value_type``."""

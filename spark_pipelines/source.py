@@ -36,10 +36,9 @@ from cdc.log.file import FileLog
 
 from .columnar import read_records
 from .kafka_options import kafka_security_options
-from .log_source import record_columns
+from .log_source import RECORD_COLUMNS, record_columns
 
 EndOffsets = Mapping[int, int]
-COLUMNS = ("partition", "offset", "lsn", "seq", "key", "value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +112,7 @@ class LogSource:
         for partition, end in ends.items():
             bound = bound | ((F.col("partition") == partition) & (F.col("offset") < end))
         return frame.select(F.col("partition").cast(IntegerType()).alias("partition"),
-                            *COLUMNS[1:]).where(bound)
+                            *RECORD_COLUMNS[1:]).where(bound)
 
     def _read_kafka(self, spark: SparkSession, topic: str, value_type: DataType,
                     ends: EndOffsets) -> DataFrame:
