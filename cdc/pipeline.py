@@ -21,12 +21,13 @@ from pathlib import Path
 
 import click
 
-from cdc.capture.commands import recreate_lost_slot_option, stop_on_signals
+from cdc.capture.commands import recreate_lost_slot_option
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import DistributaryError
 from cdc.log.open import check_backend
 from cdc.logsetup import configure_logging, current_log_format, protect_secrets
 from cdc.memory import release_free_memory_periodically
+from cdc.signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 

@@ -75,10 +75,10 @@ def run_connectors(config: PipelineConfig, connectors: Sequence[ConnectorConfig]
               help="Run only this connector (repeat for several); default: all.")
 def connect(config_path: Path, names: tuple[str, ...]) -> None:
     """Feed the configured sinks from the log (each connector is a consumer group)."""
-    from cdc.capture.commands import stop_on_signals
     from cdc.logsetup import protect_secrets
     from cdc.memory import release_free_memory_periodically, spare_the_cycle_collector
     from cdc.observability import start_observability
+    from cdc.signals import stop_on_signals
 
     from .joins.foreign_keys import resolve_foreign_keys_or_exit
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import errno
-import signal
-import threading
 from pathlib import Path
-from types import FrameType
 
 import click
 import psycopg
@@ -16,22 +13,10 @@ from cdc.errors import ConfigError, DistributaryError
 from cdc.log.target import open_log_or_exit
 from cdc.logsetup import configure_logging, protect_secrets
 from cdc.memory import release_free_memory_periodically
+from cdc.signals import stop_on_signals
 
 from .runner import Capture, CaptureSettings
 from .source.checks import without_secrets
-
-
-def stop_on_signals() -> threading.Event:
-    """An event set by SIGTERM or SIGINT (the capture then flushes and stops)."""
-    stop = threading.Event()
-
-    def _handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _handler)
-    signal.signal(signal.SIGINT, _handler)
-    return stop
-
 
 # ``cdc capture`` and ``cdc run``: what to do about a lost or missing slot
 recreate_lost_slot_option = click.option(

@@ -67,8 +67,8 @@ def run_continuous(config_path: Path, names: tuple[str, ...], tables: tuple[str,
                    rate: float | None, chunk: int, timeout: float, *, repair: bool) -> None:
     """The ``--continuous`` command (``--connector``, ``--table`` and ``--rate`` replace
     the section's choices)."""
-    from cdc.capture.commands import stop_on_signals
     from cdc.observability import start_observability
+    from cdc.signals import stop_on_signals
 
     if repair:
         raise click.UsageError("--continuous only reports; run --repair on its own")
