@@ -138,19 +138,24 @@ class Plan:
     columns: tuple[str, ...]  # every row column the chosen companions hold
 
 
-def plan(log_root: Path | str, topic: str, ends: Mapping[int, int]) -> Plan:
-    """The files holding the records of ``topic`` below ``ends``: each sealed segment's
-    companion when it matches the segment (a damaged one is logged and passed over), the
-    segment itself otherwise."""
+def plan(log_root: Path | str, topic: str, ends: Mapping[int, int],
+         starts: Mapping[int, int] | None = None) -> Plan:
+    """The files holding the records of ``topic`` below ``ends`` (and, with ``starts``, not
+    only records below those offsets): each sealed segment's companion when it matches the
+    segment (a damaged one is logged and passed over), the segment itself otherwise."""
     companions: list[tuple[Path, Path]] = []
     segments: list[Path] = []
     columns: dict[str, None] = {}
     for partition, end in sorted(ends.items()):
         bases = partition_segments(log_root, topic, partition)
         closed = set(sealed(bases))
-        for base in bases:
+        start = 0 if starts is None else starts.get(partition, 0)
+        # (no segment: the list of the following ones is [None], one longer)
+        for base, following in zip(bases, [*bases[1:], None], strict=False):
             if base >= end:
                 break
+            if following is not None and following <= start:
+                continue  # every record of the segment is below the start
             segment = segment_path(log_root, topic, partition, base)
             verdict = check_companion(log_root, topic, partition, base) if base in closed \
                 else None
@@ -168,11 +173,13 @@ def plan(log_root: Path | str, topic: str, ends: Mapping[int, int]) -> Plan:
 
 
 def read_records(spark: SparkSession, log_root: Path | str, topic: str, value_type: DataType,
-                 ends: Mapping[int, int]) -> DataFrame:
+                 ends: Mapping[int, int], starts: Mapping[int, int] | None = None
+                 ) -> DataFrame:
     """The records of ``topic`` (``RECORD_COLUMNS``, ``value`` as ``value_type``), from
     companions where they match and from JSON elsewhere; only partitions of ``ends`` and,
-    in each, at least the records below its end (the caller bounds the offsets)."""
-    chosen = plan(log_root, topic, ends)
+    in each, at least the records from its start below its end (the caller bounds the
+    offsets)."""
+    chosen = plan(log_root, topic, ends, starts)
     if not chosen.companions and not chosen.segments:  # retention removed every segment
         return spark.createDataFrame([], record_columns(value_type))
     base_path = str(topic_dir(log_root, topic))

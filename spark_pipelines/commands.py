@@ -127,7 +127,7 @@ def as_of_time(text: str) -> datetime | None:
 @contextmanager
 def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
             output: Path | None, progress: bool, job: str,
-            as_of: str | None = None) -> Iterator[ReplayRun]:
+            as_of: str | None = None, *, delta: bool = False) -> Iterator[ReplayRun]:
     config = resolve_foreign_keys_or_exit(load_config_or_exit(config_path))
     if as_of is not None:
         try:  # a mistyped --as-of fails at once, not after Spark started and read the log
@@ -138,6 +138,10 @@ def _replay(config_path: Path, master: str | None, tables: tuple[str, ...],
     conf: Mapping[str, object] = config.spark.conf
     if config.log.backend == "kafka":
         conf = with_kafka_source(conf, pyspark.__version__)
+    if delta:
+        from .lakehouse import with_delta
+
+        conf = with_delta(conf)
     started = time.perf_counter()
     try:
         with spark_session(master or config.spark.master, conf,
@@ -177,15 +181,31 @@ def replay() -> None:
 @replay.command("materialize")
 @_job_options
 @_as_of_option(required=False)
+@click.option("--format", "table_format", type=click.Choice(["parquet", "delta"]),
+              default="parquet", show_default=True,
+              help="parquet: a fresh dataset per run. delta: a Delta Lake table per table, "
+              "updated from the log position its last commit reached (time travel: Delta's "
+              "versionAsOf; every commit's metadata names its log offsets and LSN).")
 def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
-                output: Path | None, progress: bool, as_of: str | None) -> None:
-    """Each table's current state as Parquet, with row count and checksum.
+                output: Path | None, progress: bool, as_of: str | None,
+                table_format: str) -> None:
+    """Each table's current state as Parquet or a Delta table, with row count and checksum.
 
-    Example: cdc replay materialize -c pipeline.yaml --tables public.orders
+    Example: cdc replay materialize -c pipeline.yaml --tables public.orders --format delta
     """
+    if table_format == "delta" and as_of is not None:
+        raise click.UsageError("--as-of with --format delta: a Delta table keeps its own "
+                               "history; read an older state with Delta's versionAsOf or "
+                               "timestampAsOf, or write Parquet with state-as-of")
     with _replay(config_path, master, tables, output, progress, "materialize",
-                 as_of) as run:
+                 as_of, delta=table_format == "delta") as run:
         chosen = run.tables()
+        if table_format == "delta":
+            from .lakehouse import update_lakehouses
+
+            print_summary(run, "Delta tables", update_lakehouses(
+                run.spark, run.source, chosen, run.output))
+            return
         lsn = run.resolve_as_of(as_of, chosen) if as_of else None
         print_summary(run, "materialized", materialize_tables(
             run.spark, run.source, chosen, run.output, as_of_lsn=lsn))

@@ -40,15 +40,23 @@ def ivy_cache() -> Path:
 
 def with_kafka_source(conf: Mapping[str, object], spark_version: str) -> dict[str, object]:
     """``conf`` plus what gives Spark its Kafka source, unless ``conf`` already does."""
+    return with_package(conf, kafka_package(spark_version), "spark-sql-kafka")
+
+
+def with_package(conf: Mapping[str, object], coordinates: str,
+                 jar_prefix: str) -> dict[str, object]:
+    """``conf`` plus the Maven package ``coordinates`` (``group:artifact:version``) in
+    ``spark.jars.packages``, unless ``conf`` already lists a version of it there or a
+    local jar named ``jar_prefix…`` in ``spark.jars``."""
     settings = dict(conf)
     local_jars = str(settings.get("spark.jars", ""))
-    if any(Path(jar.strip()).name.startswith("spark-sql-kafka")
-           for jar in local_jars.split(",")):
+    if any(Path(jar.strip()).name.startswith(jar_prefix) for jar in local_jars.split(",")):
         return settings
     packages = [p.strip() for p in str(settings.get("spark.jars.packages", "")).split(",")
                 if p.strip()]
-    if not any(p.startswith(f"{KAFKA_SOURCE}:") for p in packages):
-        packages.append(kafka_package(spark_version))
+    artifact = coordinates.rsplit(":", 1)[0]
+    if not any(p.startswith(f"{artifact}:") for p in packages):
+        packages.append(coordinates)
     settings["spark.jars.packages"] = ",".join(packages)
     settings.setdefault("spark.jars.ivy", str(ivy_cache()))
     return settings

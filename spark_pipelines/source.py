@@ -99,29 +99,34 @@ class LogSource:
             log.close()
 
     def read(self, spark: SparkSession, topic: str, value_type: DataType,
-             ends: EndOffsets) -> DataFrame:
-        """The records of ``topic`` below ``ends`` (see the module docstring)."""
-        if not any(ends.values()):
+             ends: EndOffsets, starts: EndOffsets | None = None) -> DataFrame:
+        """The records of ``topic`` below ``ends`` (see the module docstring); with
+        ``starts``, only those at or above those offsets (0 for a partition it lacks)."""
+        starts = starts or {}
+        if not any(end > starts.get(p, 0) for p, end in ends.items()):
             return spark.createDataFrame([], record_columns(value_type))
         if self.backend == "file":
             assert self.path is not None
-            frame = read_records(spark, self.path, topic, value_type, ends)
+            frame = read_records(spark, self.path, topic, value_type, ends, starts)
         else:
-            frame = self._read_kafka(spark, topic, value_type, ends)
+            frame = self._read_kafka(spark, topic, value_type, ends, starts)
         bound = F.lit(False)
         for partition, end in ends.items():
-            bound = bound | ((F.col("partition") == partition) & (F.col("offset") < end))
+            bound = bound | ((F.col("partition") == partition) & (F.col("offset") < end)
+                             & (F.col("offset") >= starts.get(partition, 0)))
         return frame.select(F.col("partition").cast(IntegerType()).alias("partition"),
                             *RECORD_COLUMNS[1:]).where(bound)
 
     def _read_kafka(self, spark: SparkSession, topic: str, value_type: DataType,
-                    ends: EndOffsets) -> DataFrame:
+                    ends: EndOffsets, starts: EndOffsets) -> DataFrame:
         ending = orjson.dumps({topic: {str(p): end for p, end in ends.items()}}).decode()
+        # -2: the earliest offset the broker still holds
+        starting = orjson.dumps({topic: {str(p): starts.get(p, -2) for p in ends}}).decode()
         raw = (spark.read.format("kafka")
                .options(**self.kafka_options())
                .option("subscribe", topic)
                .option("kafka.isolation.level", "read_committed")  # the capture's commits
-               .option("startingOffsets", "earliest")
+               .option("startingOffsets", starting)
                .option("endingOffsets", ending)
                .option("includeHeaders", "true")
                .load())

@@ -73,10 +73,11 @@ def select_tables(histories: Mapping[str, TableHistory], wanted: Sequence[str],
 
 def text_state(spark: SparkSession, source: LogSource, history: TableHistory,
                ends: EndOffsets, *, as_of_lsn: int | None = None,
-               with_deletes: bool = False) -> DataFrame:
-    """The table's current state with every column as the event's text (``columns``)."""
+               with_deletes: bool = False, starts: EndOffsets | None = None) -> DataFrame:
+    """The table's current state with every column as the event's text (``columns``);
+    with ``starts``, the state the log's records from those offsets leave."""
     row = StructType([StructField(c.name, StringType()) for c in history.all_columns()])
-    records = source.read(spark, source.topic(history.name), event_type(row), ends)
+    records = source.read(spark, source.topic(history.name), event_type(row), ends, starts)
     return current_state(records, row.fieldNames(), as_of_lsn=as_of_lsn,
                          with_deletes=with_deletes)
 

@@ -1,0 +1,237 @@
+"""A Delta Lake table per captured table: ``cdc replay materialize --format delta``.
+
+Delta rather than Iceberg: a Delta table is a directory (no catalog service to run beside
+it), a commit carries free-form metadata atomically with its data (the log position the
+table reached is written in the same commit as the rows), MERGE upserts by key, and
+readers without Spark are mature (``deltalake``, a Rust library with no JVM; DuckDB's
+``delta`` extension; Trino).
+
+The first run writes each table's state (the newest columns with their types, then
+``_lsn``/``_seq``, the position of the row's last event, and ``_key``, the key's JSON
+text). Every later run reads only the log's records from the offsets the newest commit
+names up to the log's end now, takes each key's newest event among them and MERGEs those
+into the table (deletes delete; an upsert writes only over an older position, so a run
+repeated after a crash changes nothing), in one commit whose metadata names the new
+offsets. A kill at any point leaves the table at its last commit, which the next run goes
+on from. Time travel is Delta's: ``versionAsOf``/``timestampAsOf``; each commit's
+metadata names the newest commit LSN it holds (``versions``).
+
+The table is written whole again, in one commit too, when an update could not be exact:
+the new events hold a truncate or leave TOASTed columns out (their values are in the
+table, not in the new events), the table's schema version or column types changed, or
+the metadata is missing or names other partitions or offsets past the log's end (a log
+recreated).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+from cdc.crashpoints import crash_point
+
+from .checksum import spark_checksum
+from .columns import quoted
+from .kafka_packages import with_package
+from .materialize import KEY_COLUMN, OP_COLUMN, POSITION_COLUMNS, UPSERTS
+from .materialize_job import TableResult
+from .source import EndOffsets, LogSource
+from .state import TableHistory, text_state
+from .typed import typed_state
+
+DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.0.0"
+_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+_STORED = (*POSITION_COLUMNS, KEY_COLUMN)
+# no deletion vectors (a MERGE would write them instead of rewriting the files it
+# touches): readers such as ``deltalake`` 1.6 refuse tables with them
+_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "false"}
+
+
+def with_delta(conf: Mapping[str, object]) -> dict[str, object]:
+    """``conf`` plus Delta Lake: its package, SQL extension and catalog (set when the
+    session starts; a pipeline's own ``spark.sql.extensions`` are kept)."""
+    settings = with_package(conf, DELTA_PACKAGE, "delta-spark")
+    extensions = [e.strip() for e in str(settings.get("spark.sql.extensions", "")).split(",")
+                  if e.strip()]
+    if _EXTENSION not in extensions:
+        settings["spark.sql.extensions"] = ",".join([*extensions, _EXTENSION])
+    settings.setdefault("spark.sql.catalog.spark_catalog", _CATALOG)
+    return settings
+
+
+@dataclass(frozen=True, slots=True)
+class LogPosition:
+    """What a commit of the table holds: the topic's records below ``ends``; ``lsn``, the
+    newest commit LSN among them; ``schema_version``, the table's newest then."""
+
+    topic: str
+    ends: dict[int, int]
+    lsn: int
+    schema_version: int
+
+    def to_json(self) -> str:
+        return orjson.dumps({"distributary": {
+            "topic": self.topic, "ends": {str(p): e for p, e in sorted(self.ends.items())},
+            "lsn": self.lsn, "schema_version": self.schema_version}}).decode()
+
+    @classmethod
+    def from_json(cls, text: str | None) -> LogPosition | None:
+        """The position in a commit's metadata; None if it holds none of ours."""
+        try:
+            found = orjson.loads(text or "")["distributary"]
+            return cls(str(found["topic"]), {int(p): int(e) for p, e in found["ends"].items()},
+                       int(found["lsn"]), int(found["schema_version"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One commit of a table: its Delta version, time and the log position it reached."""
+
+    version: int
+    timestamp: str
+    position: LogPosition | None
+
+
+def versions(spark: SparkSession, target: Path | str) -> list[Version]:
+    """Every commit of the table at ``target``, newest first (empty: no table there)."""
+    from delta.tables import DeltaTable
+
+    if not DeltaTable.isDeltaTable(spark, str(target)):
+        return []
+    history = DeltaTable.forPath(spark, str(target)).history()
+    return [Version(int(row["version"]), str(row["timestamp"]),
+                    LogPosition.from_json(row["userMetadata"]))
+            for row in history.select("version", "timestamp", "userMetadata").collect()]
+
+
+def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHistory,
+                     target: Path) -> TableResult:
+    """Bring the Delta table at ``target`` up to the log's end (see the module docstring);
+    the result's warnings say how (``written whole``, ``updated``, ``unchanged``)."""
+    started = time.perf_counter()
+    topic = source.topic(history.name)
+    ends = dict(source.end_offsets(topic))
+    known = versions(spark, target)
+    last = known[0].position if known else None
+    reason = _why_whole(last, topic, ends, history)
+    warnings: list[str] = []
+    if reason is None and last is not None and last.ends == ends:
+        how = f"unchanged at version {known[0].version}"
+    elif reason is None and last is not None:
+        reason, kept = _merge(spark, source, history, target, last, ends)
+        how = f"updated from offsets {_offsets(last.ends)} to {_offsets(ends)}"
+        warnings += kept
+    if reason is not None:
+        warnings += _write_whole(spark, source, history, target, ends)
+        how = f"written whole ({reason})"
+    written = spark.read.format("delta").load(str(target)).drop(*_STORED)
+    rows, checksum = spark_checksum(written)
+    spark.catalog.clearCache()
+    return TableResult(history.name, rows, checksum, target, time.perf_counter() - started,
+                       [*warnings, f"{history.name}: {how}"])
+
+
+def _why_whole(last: LogPosition | None, topic: str, ends: EndOffsets,
+               history: TableHistory) -> str | None:
+    if last is None:
+        return "no Delta table written by Distributary there yet"
+    if last.topic != topic:
+        return f"the table was written from topic {last.topic}"
+    if last.schema_version != history.newest.version:
+        return (f"schema version {history.newest.version} since version "
+                f"{last.schema_version}")
+    if any(p not in ends or ends[p] < e for p, e in last.ends.items()):
+        return "the log ends before the offsets the table reached (a new log?)"
+    return None
+
+
+def _offsets(ends: EndOffsets) -> str:
+    return ",".join(f"{p}:{e}" for p, e in sorted(ends.items()))
+
+
+def _write_whole(spark: SparkSession, source: LogSource, history: TableHistory,
+                 target: Path, ends: EndOffsets) -> list[str]:
+    state = text_state(spark, source, history, ends, with_deletes=True)
+    typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
+    lsn = _newest_lsn(typed, 0)
+    position = LogPosition(source.topic(history.name), dict(ends), lsn, history.newest.version)
+    writer = (typed.where(F.col(OP_COLUMN).isin(*UPSERTS)).drop(OP_COLUMN)
+              .write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+              .option("userMetadata", position.to_json()))
+    for key, value in _TABLE_PROPERTIES.items():
+        writer = writer.option(key, value)
+    writer.save(str(target))
+    return [k.warning(history.name) for k in kept]
+
+
+def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target: Path,
+           last: LogPosition, ends: EndOffsets) -> tuple[str | None, list[str]]:
+    """MERGE the newest event of each key since ``last``; a reason to write the table
+    whole instead (nothing written then), and the columns kept as text."""
+    from delta.tables import DeltaTable
+
+    topic = source.topic(history.name)
+    check = StructType([StructField("op", StringType()),
+                        StructField("unchanged", ArrayType(StringType()))])
+    inexact = source.read(spark, topic, check, ends, last.ends).where(
+        (F.col("value.op") == "t") | (F.size(F.coalesce(
+            F.col("value.unchanged"), F.array().cast("array<string>"))) > 0))
+    if inexact.limit(1).count():
+        return "the new events hold a truncate or leave TOASTed columns out", []
+    state = text_state(spark, source, history, ends, with_deletes=True, starts=last.ends)
+    typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
+    table = DeltaTable.forPath(spark, str(target))
+    stored = table.toDF().schema
+    if [(f.name, f.dataType) for f in stored] != [
+            (f.name, f.dataType) for f in typed.drop(OP_COLUMN).schema]:
+        return "a column's type changed (a value no longer fits it)", []
+    position = LogPosition(topic, dict(ends), _newest_lsn(typed, last.lsn),
+                           history.newest.version)
+    columns: dict[str, str | Column] = {
+        quoted(name): F.col(f"s.{quoted(name)}") for name in stored.fieldNames()}
+    newer = ((F.col("s._lsn") > F.col("t._lsn"))
+             | ((F.col("s._lsn") == F.col("t._lsn")) & (F.col("s._seq") > F.col("t._seq"))))
+    deleted = F.col(f"s.{OP_COLUMN}") == "d"
+    crash_point("lakehouse.before_merge")
+    with _commit_metadata(spark, position.to_json()):
+        (table.alias("t").merge(typed.alias("s"), F.col("t._key") == F.col("s._key"))
+         .whenMatchedDelete(condition=deleted & newer)
+         .whenMatchedUpdate(condition=~deleted & newer, set=columns)
+         .whenNotMatchedInsert(condition=~deleted, values=columns)
+         .execute())
+    crash_point("lakehouse.after_merge")
+    return None, [k.warning(history.name) for k in kept]
+
+
+def _newest_lsn(state: DataFrame, floor: int) -> int:
+    found = state.agg(F.max(POSITION_COLUMNS[0])).collect()[0][0]
+    return max(floor, int(found or 0))
+
+
+@contextmanager
+def _commit_metadata(spark: SparkSession, text: str) -> Iterator[None]:
+    """Delta writes the session's ``userMetadata`` into the commits made meanwhile."""
+    spark.conf.set(_USER_METADATA, text)
+    try:
+        yield
+    finally:
+        spark.conf.unset(_USER_METADATA)
+
+
+def update_lakehouses(spark: SparkSession, source: LogSource, tables: list[TableHistory],
+                      output: Path) -> list[TableResult]:
+    """``update_lakehouse`` for each table, at ``output/<schema.table>``."""
+    return [update_lakehouse(spark, source, history, output / history.name)
+            for history in tables]
