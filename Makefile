@@ -11,7 +11,7 @@ SOAK_ARGS ?=
 
 PG_VERSIONS ?= 13 14 15 16 17 18
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
+.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-lakehouse bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
 
 setup:
 	@bash compose/setup.sh
@@ -74,6 +74,10 @@ bench-pipeline: setup
 bench-spark: setup
 	$(BIN)/python -m bench.spark
 
+# a Delta table of a 3 M-event log, then MERGEd with 100 k events more (one session)
+bench-lakehouse: setup
+	$(BIN)/python -m bench.lakehouse
+
 # rebuild-search / rebuild-cache written by the executors vs plain foreachPartition writers
 # (BENCH_SCALE scales the 3 M-event log)
 bench-rebuild: setup
@@ -98,7 +102,7 @@ bench-tables: setup
 bench-joins: setup
 	$(BIN)/python -m bench.joins
 
-bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-pipeline bench-spark bench-rebuild bench-snapshot bench-tables
+bench: bench-json bench-log bench-capture bench-sinks bench-latency bench-pipeline bench-spark bench-lakehouse bench-rebuild bench-snapshot bench-tables
 
 # The pgoutput decoder, then the native core's entry points against their Python
 # reference, fuzzed for FUZZ_SECONDS in all (atheris; half each), then the whole pipeline under

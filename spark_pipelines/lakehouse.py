@@ -32,16 +32,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from cdc.crashpoints import crash_point
 
 from .checksum import spark_checksum
 from .columns import quoted
 from .kafka_packages import with_package
-from .materialize import KEY_COLUMN, OP_COLUMN, POSITION_COLUMNS, UPSERTS
+from .materialize import (
+    KEY_COLUMN,
+    OP_COLUMN,
+    POSITION_COLUMNS,
+    UPSERTS,
+    current_state,
+    event_type,
+)
 from .materialize_job import TableResult
 from .source import EndOffsets, LogSource
 from .state import TableHistory, text_state
@@ -183,14 +191,14 @@ def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target
     from delta.tables import DeltaTable
 
     topic = source.topic(history.name)
-    check = StructType([StructField("op", StringType()),
-                        StructField("unchanged", ArrayType(StringType()))])
-    inexact = source.read(spark, topic, check, ends, last.ends).where(
-        (F.col("value.op") == "t") | (F.size(F.coalesce(
-            F.col("value.unchanged"), F.array().cast("array<string>"))) > 0))
+    row = StructType([StructField(c.name, StringType()) for c in history.all_columns()])
+    records = source.read(spark, topic, event_type(row), ends, last.ends).persist(
+        StorageLevel.MEMORY_AND_DISK)  # the new events only: read once, looked at twice
+    inexact = records.where((F.col("value.op") == "t") | (F.size(F.coalesce(
+        F.col("value.unchanged"), F.array().cast("array<string>"))) > 0))
     if inexact.limit(1).count():
         return "the new events hold a truncate or leave TOASTed columns out", []
-    state = text_state(spark, source, history, ends, with_deletes=True, starts=last.ends)
+    state = current_state(records, row.fieldNames(), with_deletes=True)
     typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
     table = DeltaTable.forPath(spark, str(target))
     stored = table.toDF().schema
