@@ -1,4 +1,5 @@
-"""``cdc replay materialize --format delta`` against PostgreSQL through the real capture:
+"""``cdc replay materialize --format delta`` against PostgreSQL through the real capture
+(a file log, and the same events copied to a Kafka log):
 the Delta table equals the table's rows after a first full write, after incremental
 updates, after kills before and after an update's commit, after a schema change and after
 a truncate; ``deltalake`` (no Spark, no JVM) reads it, and its first version (Delta's time
@@ -23,6 +24,7 @@ from cdc.capture.runner import Capture
 from spark_pipelines.checksum import python_checksum
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
 from tests.integration.spark.test_replay_materialize import (
+    copy_to_kafka,
     current_lsn,
     replay,
     rows_of,
@@ -37,13 +39,14 @@ TABLE = "public.items"
 STORED = ("_lsn", "_seq", "_key")
 
 
-def delta_run(env: CaptureEnv, out: Path, crash_at: str | None = None) -> tuple[
-        tuple[int, str], str]:
+def delta_run(env: CaptureEnv, out: Path, crash_at: str | None = None,
+              config: Path | None = None) -> tuple[tuple[int, str], str]:
     """``cdc replay materialize --format delta`` in its own process (Delta's extension is
     set when a session starts); (rows, checksum) and how the table was brought up to date."""
     extra = {} if crash_at is None else {"DISTRIBUTARY_CRASH_AT": crash_at}
     done = subprocess.run(
-        [sys.executable, "-m", "cdc.cli", "replay", "materialize", "-c", str(env.config_path),
+        [sys.executable, "-m", "cdc.cli", "replay", "materialize", "-c",
+         str(config or env.config_path),
          "--tables", TABLE, "--output", str(out), "--format", "delta", "--master", "local[1]",
          "--no-progress"],
         env={**os.environ, **extra}, capture_output=True, text=True, timeout=600, check=False)
@@ -128,3 +131,31 @@ def test_delta_table_follows_the_log_exactly(
     now = replay("materialize", "-c", str(env.config_path), "--tables", TABLE,
                  "--output", str(tmp_path / "parquet"))
     assert now[TABLE] == want
+
+
+def test_delta_table_of_a_kafka_log_is_updated_from_its_offsets(
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], tmp_path: Path,
+        kafka_bootstrap: str, unique_name: str) -> None:
+    env = capture_env
+    env.sql("CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), "
+            "at timestamptz, flag bool)")
+    run_capture()
+    rng = random.Random(20261130)
+    config = tmp_path / "kafka.yaml"
+    config.write_text(f"source:\n  dsn: {env.dsn}\n  slot: {env.slot}\n"
+                      f"  publication: {env.slot}\n"
+                      f"log:\n  backend: kafka\n  bootstrap_servers: [{kafka_bootstrap}]\n"
+                      f"  topic_prefix: {unique_name}\n")
+    out = tmp_path / "lake"
+    workload(env, rng, 12, 1, with_note=False)
+    wait_captured(env, current_lsn(env))
+    copied = copy_to_kafka(env, kafka_bootstrap, unique_name)
+    got, how = delta_run(env, out, config=config)
+    assert got == python_checksum(rows_of(env)) and "written whole" in how, how
+    workload(env, rng, 12, 1000, with_note=False)
+    wait_captured(env, current_lsn(env))
+    copy_to_kafka(env, kafka_bootstrap, unique_name, copied)
+    want = python_checksum(rows_of(env))
+    got, how = delta_run(env, out, config=config)
+    assert got == want and "updated from offsets" in how, how
+    assert read_without_spark(out / TABLE) == want

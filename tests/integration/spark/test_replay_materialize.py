@@ -146,9 +146,13 @@ def test_materialize_and_state_as_of_equal_postgresql(
     assert on_kafka[TABLE] == want
 
 
-def copy_to_kafka(env: CaptureEnv, bootstrap: str, prefix: str) -> None:
+def copy_to_kafka(env: CaptureEnv, bootstrap: str, prefix: str,
+                  copied: dict[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
     """Every record of the table's topic and the schema topic, into Kafka topics under
-    ``prefix`` (keys, values, positions and tombstones as they are)."""
+    ``prefix`` (keys, values, positions and tombstones as they are); with ``copied`` (what
+    an earlier call returned: records per topic and partition), only those after them."""
+    before = copied or {}
+    done: dict[tuple[str, int], int] = {}
     source = FileLog(env.log_dir)
     target = KafkaLog([bootstrap])
     try:
@@ -157,11 +161,17 @@ def copy_to_kafka(env: CaptureEnv, bootstrap: str, prefix: str) -> None:
                                        start=StartAt.earliest())
             records = []
             while batch := consumer.poll(10_000, timeout=0.5):
-                records += [Record(prefix + m.topic[len(env.slot):], m.key, m.value,
-                                   m.position, m.tombstone, partition=m.partition)
-                            for m in batch]
+                for m in batch:
+                    seen = done.get((topic, m.partition), 0)
+                    done[(topic, m.partition)] = seen + 1
+                    if seen >= before.get((topic, m.partition), 0):
+                        records.append(Record(prefix + m.topic[len(env.slot):], m.key,
+                                              m.value, m.position, m.tombstone,
+                                              partition=m.partition))
             consumer.close()
-            target.producer().append(records)
+            if records:
+                target.producer().append(records)
     finally:
         source.close()
         target.close()
+    return done
