@@ -30,3 +30,17 @@ def stop_process(process: subprocess.Popen[Any], timeout_s: float = 60) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def stop_or_fail(process: subprocess.Popen[Any], timeout_s: float = 60) -> int:
+    """SIGTERM and the exit status of a clean stop within ``timeout_s``; else SIGKILL (so
+    nothing is left running: its children stop once their parent is gone) and an
+    ``AssertionError`` saying it ignored the SIGTERM."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"{process.args!r} did not stop within {timeout_s:.0f} s of "
+                             "SIGTERM; killed it") from None

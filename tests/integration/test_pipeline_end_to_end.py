@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from typing import Any
 import psycopg
 import redis
 from opensearchpy import OpenSearch
+
+from tests.processes import stop_or_fail
 
 
 def write_config(path: Path, dsn: str, name: str, opensearch_url: str, redis_url: str) -> None:
@@ -128,7 +129,6 @@ def test_cdc_run_keeps_redis_and_opensearch_equal_to_postgres(
                 f"search {len(got_search)}/{len(want)} rows")
             time.sleep(0.5)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        code = stop_or_fail(proc)
         cache.close()
     assert code == 0, "cdc run stops cleanly on SIGTERM"

@@ -24,6 +24,7 @@ import redis
 from opensearchpy import OpenSearch
 
 from derived import JoinedView, RowsInMemory, build_record, encode_key
+from tests.processes import stop_or_fail
 
 JOIN = {
     "source": "public.orders", "target": "orders", "exclude": ["secret"],
@@ -310,7 +311,6 @@ def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
             assert search_documents(search, index) == want
             assert joined_field_types(search, index) == JOINED_FIELD_TYPES
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        code = stop_or_fail(proc)
         cache.close()
     assert code == 0, stderr.read_text()[-3000:]

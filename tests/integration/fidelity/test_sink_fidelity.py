@@ -6,7 +6,6 @@ scalar in a ``flat_object``) keep their document and are reported."""
 from __future__ import annotations
 
 import itertools
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from opensearchpy import OpenSearch
 
 from cdc.config.models import dead_letter_topic
 from cdc.log.file import FileLog
+from tests.processes import stop_or_fail
 
 from . import oracle as o
 from .catalogue import columns, row_count
@@ -108,8 +108,7 @@ def test_every_type_reaches_opensearch_and_redis(make_scenario: MakeScenario,
                 f"{2 * rows} rows")
             time.sleep(0.5)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        stop_or_fail(proc)
         for key in cache.scan_iter(match=f"{prefix}:*"):
             cache.delete(key)
         cache.close()

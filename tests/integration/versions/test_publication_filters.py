@@ -8,7 +8,6 @@ identity."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from cdc.log.file import FileLog
 from compose.launcher import PostgresServer
 from tests.integration.fidelity.conftest import MakeScenario
 from tests.integration.fidelity.scenario import Scenario
+from tests.processes import stop_or_fail
 
 from .conftest import SETTINGS
 
@@ -147,8 +147,7 @@ def test_column_list_and_row_filter_in_snapshot_stream_and_sink(
         assert f"rows={len(want)} missing=0 extra=0 different=0" in check.stdout, \
             check.stdout + check.stderr
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        code = stop_or_fail(proc)
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         cache.close()
     assert code == 0, stderr[-3000:]
@@ -206,8 +205,7 @@ def test_a_users_publication_is_extended_not_rewritten(make_scenario: MakeScenar
         _wait("the streamed rows", lambda: len(scenario.events("public", "other")) == 2
               and len(scenario.events("public", "orders")) == 2, proc)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        stop_or_fail(proc)
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     with psycopg.connect(scenario.dsn) as conn:
         published = conn.execute("SELECT tablename, attnames, rowfilter FROM "
