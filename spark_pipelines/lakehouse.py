@@ -16,6 +16,11 @@ offsets. A kill at any point leaves the table at its last commit, which the next
 on from. Time travel is Delta's: ``versionAsOf``/``timestampAsOf``; each commit's
 metadata names the newest commit LSN it holds (``versions``).
 
+A table with a column name Delta does not take as it is (a space, a comma, ``;{}()=``, a
+tab or a newline: PostgreSQL takes any) gets Delta's column mapping (``name`` mode), which
+readers must support: ``deltalake``'s ``QueryBuilder`` does, its ``to_pyarrow_table`` (1.6)
+reads such a table's values as nulls.
+
 The table is written whole again, in one commit too, when an update could not be exact:
 the new events hold a truncate or leave TOASTed columns out (their values are in the
 table, not in the new events), the table's schema version or column types changed, or
@@ -63,6 +68,9 @@ _STORED = (*POSITION_COLUMNS, KEY_COLUMN)
 # no deletion vectors (a MERGE would write them instead of rewriting the files it
 # touches): readers such as ``deltalake`` 1.6 refuse tables with them
 _TABLE_PROPERTIES = {"delta.enableDeletionVectors": "false"}
+# characters Delta refuses in a column name unless the table maps names to physical ones
+# (column mapping, then on: readers need to support it)
+_NOT_IN_PLAIN_NAMES = frozenset(" ,;{}()\n\t=")
 
 
 def with_delta(conf: Mapping[str, object]) -> dict[str, object]:
@@ -180,8 +188,27 @@ def _write_whole(spark: SparkSession, source: LogSource, history: TableHistory,
               .option("userMetadata", position.to_json()))
     for key, value in _TABLE_PROPERTIES.items():
         writer = writer.option(key, value)
+    if any(set(name) & _NOT_IN_PLAIN_NAMES for name in typed.columns):
+        writer = writer.option("delta.columnMapping.mode", "name")
+        _map_column_names(spark, target)
     writer.save(str(target))
     return [k.warning(history.name) for k in kept]
+
+
+def _map_column_names(spark: SparkSession, target: Path) -> None:
+    """Turn column mapping on for an existing table without it (its own commit, before
+    the table is written whole: a write's options only apply to a new table)."""
+    from delta.tables import DeltaTable
+
+    if not DeltaTable.isDeltaTable(spark, str(target)):
+        return
+    detail = DeltaTable.forPath(spark, str(target)).detail().first()
+    if detail is not None and detail["properties"].get("delta.columnMapping.mode") == "name":
+        return
+    # an identifier (the path in backticks, escaped), not a value: no parameter for it
+    spark.sql(f"ALTER TABLE delta.{quoted(str(target))} SET TBLPROPERTIES "
+              "('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', "
+              "'delta.minWriterVersion' = '5')")
 
 
 def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target: Path,
