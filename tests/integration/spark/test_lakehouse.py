@@ -69,13 +69,18 @@ def read_without_spark(path: Path, version: int | None = None) -> tuple[int, str
     return python_checksum({k: v for k, v in row.items() if k not in STORED} for row in rows)
 
 
-def test_delta_table_follows_the_log_exactly(
-        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any,
-        tmp_path: Path) -> None:
-    env = capture_env
+def items_captured(env: CaptureEnv, run_capture: Callable[[], Capture]) -> CaptureEnv:
+    """The ``items`` table (as ``test_replay_materialize``'s workload writes it), captured."""
     env.sql("CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), "
             "at timestamptz, flag bool)")
     run_capture()
+    return env
+
+
+def test_delta_table_follows_the_log_exactly(
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any,
+        tmp_path: Path) -> None:
+    env = items_captured(capture_env, run_capture)
     rng = random.Random(20261129)
     out = tmp_path / "lake"
     path = out / TABLE
@@ -145,10 +150,7 @@ def test_delta_table_follows_the_log_exactly(
 def test_delta_table_of_a_kafka_log_is_updated_from_its_offsets(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture], tmp_path: Path,
         kafka_bootstrap: str, unique_name: str) -> None:
-    env = capture_env
-    env.sql("CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), "
-            "at timestamptz, flag bool)")
-    run_capture()
+    env = items_captured(capture_env, run_capture)
     rng = random.Random(20261130)
     config = tmp_path / "kafka.yaml"
     config.write_text(f"source:\n  dsn: {env.dsn}\n  slot: {env.slot}\n"
