@@ -25,7 +25,8 @@ The table is written whole again, in one commit too, when an update could not be
 the new events hold a truncate or leave TOASTed columns out (their values are in the
 table, not in the new events), the table's schema version or column types changed, or
 the metadata is missing or names other partitions or offsets past the log's end (a log
-recreated).
+recreated), or retention removed records past the offsets the table reached (the table is
+then what the retained log holds, as a Parquet ``materialize`` would be).
 """
 
 from __future__ import annotations
@@ -138,10 +139,11 @@ def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHisto
     the result's warnings say how (``written whole``, ``updated``, ``unchanged``)."""
     started = time.perf_counter()
     topic = source.topic(history.name)
-    ends = dict(source.end_offsets(topic))
+    ranges = source.offset_ranges(topic)
+    ends = {partition: end for partition, (_, end) in ranges.items()}
     known = versions(spark, target)
     last = known[0].position if known else None
-    reason = _why_whole(last, topic, ends, history)
+    reason = why_write_whole(last, topic, ranges, history)
     warnings: list[str] = []
     if reason is None and last is not None and last.ends == ends:
         how = f"unchanged at version {known[0].version}"
@@ -159,8 +161,11 @@ def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHisto
                        [*warnings, f"{history.name}: {how}"])
 
 
-def _why_whole(last: LogPosition | None, topic: str, ends: EndOffsets,
-               history: TableHistory) -> str | None:
+def why_write_whole(last: LogPosition | None, topic: str,
+                    ranges: Mapping[int, tuple[int, int]],
+                    history: TableHistory) -> str | None:
+    """Why the table must be written whole rather than updated from ``last`` (its newest
+    commit's position), given the topic's retained offset ``ranges``; None: it need not."""
     if last is None:
         return "no Delta table written by Distributary there yet"
     if last.topic != topic:
@@ -168,8 +173,13 @@ def _why_whole(last: LogPosition | None, topic: str, ends: EndOffsets,
     if last.schema_version != history.newest.version:
         return (f"schema version {history.newest.version} since version "
                 f"{last.schema_version}")
-    if any(p not in ends or ends[p] < e for p, e in last.ends.items()):
+    if any(p not in ranges or ranges[p][1] < e for p, e in last.ends.items()):
         return "the log ends before the offsets the table reached (a new log?)"
+    gone = [f"partition {p} from {e} to {ranges[p][0]}" for p, e in sorted(last.ends.items())
+            if ranges[p][0] > e]
+    if gone:
+        return ("retention removed records the table had not taken yet: "
+                + ", ".join(gone))
     return None
 
 

@@ -89,12 +89,18 @@ class LogSource:
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         """Partition → the offset after its last record, now (empty if no such topic)."""
+        return {partition: end for partition, (_, end) in self.offset_ranges(topic).items()}
+
+    def offset_ranges(self, topic: str) -> dict[int, tuple[int, int]]:
+        """Partition → (its first record still retained, the offset after its last), now
+        (empty if no such topic)."""
         log = self.open_log()
         try:
             admin = log.admin()
             if topic not in admin.topics():
                 return {}
-            return {info.partition: info.end_offset for info in admin.partitions(topic)}
+            return {info.partition: (info.start_offset, info.end_offset)
+                    for info in admin.partitions(topic)}
         finally:
             log.close()
 
