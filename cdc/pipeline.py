@@ -54,9 +54,14 @@ def run(config_path: Path, recreate_lost_slot: bool) -> None:
     release_free_memory_periodically()  # a long run's fragmented heap
     names = [connector.name for connector in config.connectors]
     every = config.spark.columnar_every
+    lakehouse = config.spark.lakehouse_every
+    master = config.spark.master
     specs = child_specs(config_path.absolute(), names, recreate_lost_slot=recreate_lost_slot,
                         reconcile=config.reconcile is not None,
-                        columnar_every=None if every is None else every.total_seconds())
+                        columnar_every=None if every is None else every.total_seconds(),
+                        lakehouse_every=None if lakehouse is None else lakehouse.total_seconds(),
+                        # beside the capture: one core, unless the jobs run on a cluster
+                        lakehouse_master="local[1]" if master.startswith("local") else master)
     log_format = current_log_format()
     with tempfile.TemporaryDirectory(prefix="distributary-run-") as scratch:
         port_files = {spec.name: Path(scratch) / f"child-{number}.port"

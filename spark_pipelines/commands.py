@@ -9,6 +9,7 @@ table ends the run.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +27,8 @@ from rich.table import Table
 from cdc.capture.lsn import format_lsn, parse_lsn
 from cdc.config import PipelineConfig
 from cdc.config.commands import config_option, load_config_or_exit
+from cdc.logsetup import configure_logging
+from cdc.signals import stop_on_signals
 from connectors.joins.foreign_keys import resolve_foreign_keys_or_exit
 from derived import JoinedView
 
@@ -35,6 +38,8 @@ from .progress import stage_progress
 from .session import spark_session
 from .source import LogSource
 from .state import ReplayError, TableHistory, load_histories, lsn_at, select_tables
+
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 _LSN = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
@@ -82,6 +87,10 @@ class ReplayRun:
         if self._histories is None:
             self._histories = load_histories(self.spark, self.source)
         return self._histories
+
+    def forget_histories(self) -> None:
+        """Read the schema topic again at the next ``histories``."""
+        self._histories = None
 
     def tables(self) -> list[TableHistory]:
         """The tables the job works on, with their schema history."""
@@ -186,9 +195,12 @@ def replay() -> None:
               help="parquet: a fresh dataset per run. delta: a Delta Lake table per table, "
               "updated from the log position its last commit reached (time travel: Delta's "
               "versionAsOf; every commit's metadata names its log offsets and LSN).")
+@click.option("--every", "every", type=float, default=None,
+              help="With --format delta: seconds between updates; runs until stopped "
+              "(default: one update).")
 def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
                 output: Path | None, progress: bool, as_of: str | None,
-                table_format: str) -> None:
+                table_format: str, every: float | None) -> None:
     """Each table's current state as Parquet or a Delta table, with row count and checksum.
 
     Example: cdc replay materialize -c pipeline.yaml --tables public.orders --format delta
@@ -197,18 +209,46 @@ def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
         raise click.UsageError("--as-of with --format delta: a Delta table keeps its own "
                                "history; read an older state with Delta's versionAsOf or "
                                "timestampAsOf, or write Parquet with state-as-of")
+    if every is not None and table_format != "delta":
+        raise click.UsageError("--every needs --format delta (a Parquet dataset is written "
+                               "whole by each run)")
     with _replay(config_path, master, tables, output, progress, "materialize",
                  as_of, delta=table_format == "delta") as run:
-        chosen = run.tables()
         if table_format == "delta":
-            from .lakehouse import update_lakehouses
-
-            print_summary(run, "Delta tables", update_lakehouses(
-                run.spark, run.source, chosen, run.output))
+            _keep_delta_tables(run, every)
             return
+        chosen = run.tables()
         lsn = run.resolve_as_of(as_of, chosen) if as_of else None
         print_summary(run, "materialized", materialize_tables(
             run.spark, run.source, chosen, run.output, as_of_lsn=lsn))
+
+
+def _keep_delta_tables(run: ReplayRun, every: float | None) -> None:
+    """Update the Delta tables once, or every ``every`` seconds until SIGTERM (a round
+    that cannot run yet, before any schema record, waits for the next; a kill at any point
+    leaves each table at its last commit)."""
+    from .lakehouse import update_lakehouses
+
+    if every is None:
+        print_summary(run, "Delta tables", update_lakehouses(
+            run.spark, run.source, run.tables(), run.output))
+        return
+    configure_logging()  # a long-running child of cdc run: log records, in its format
+    stop = stop_on_signals()
+    while not stop.is_set():
+        try:
+            run.forget_histories()  # a table's new schema version since the last round
+            results = update_lakehouses(run.spark, run.source, run.tables(), run.output)
+        except ReplayError as exc:
+            log.info("lakehouse: waiting: %s", exc)
+        else:
+            for result in results:
+                for warning in result.warnings[:-1]:  # columns kept as text
+                    log.warning("lakehouse: %s", warning)
+                if not result.warnings[-1].startswith(f"{result.name}: unchanged"):
+                    log.info("lakehouse: %s: rows=%d checksum=%s", result.warnings[-1],
+                             result.rows, result.checksum)
+        stop.wait(every)
 
 
 @replay.command("state-as-of")

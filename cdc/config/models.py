@@ -73,6 +73,10 @@ class SparkConfig(ConfigModel):
         default=None, description="with a file log, `cdc run` also runs `cdc log columnar "
         "--every` this often (e.g. 60s): Parquet companions of sealed segments that the "
         "jobs read instead of JSON; needs the spark extra")
+    lakehouse_every: Duration | None = Field(
+        default=None, description="`cdc run` also runs `cdc replay materialize --format delta "
+        "--every` this often (e.g. 5m): a Delta table per captured table under output_path, "
+        "updated from the log offsets its last commit reached; needs the spark extra")
     aggregates: tuple[AggregateConfig, ...] = Field(
         default=(), description="derived datasets `cdc replay aggregates` computes with Spark "
         "SQL over the materialized tables, each written as Parquet to "

@@ -145,10 +145,13 @@ def _write(text: str) -> None:
 
 def child_specs(config_path: Path, connectors: Sequence[str], *,
                 recreate_lost_slot: bool, reconcile: bool = False,
-                columnar_every: float | None = None) -> list[ChildSpec]:
+                columnar_every: float | None = None, lakehouse_every: float | None = None,
+                lakehouse_master: str = "local[1]") -> list[ChildSpec]:
     """The children of ``cdc run``: the capture, then one per connector, then with
     ``reconcile`` (a ``reconcile:`` section) ``cdc reconcile --continuous``, then with
-    ``columnar_every`` (``spark.columnar_every``) ``cdc log columnar --every``."""
+    ``columnar_every`` (``spark.columnar_every``) ``cdc log columnar --every``, then with
+    ``lakehouse_every`` ``cdc replay materialize --format delta --every`` on
+    ``lakehouse_master``."""
     config = ("-c", str(config_path))
     capture = ("capture", *config, *(("--recreate-lost-slot",) if recreate_lost_slot else ()))
     return [ChildSpec("capture", capture),
@@ -158,4 +161,9 @@ def child_specs(config_path: Path, connectors: Sequence[str], *,
               if reconcile else []),
             *([ChildSpec("columnar", ("log", "columnar", *config, "--every",
                                       f"{columnar_every:g}"), serves_endpoint=False)]
-              if columnar_every is not None else [])]
+              if columnar_every is not None else []),
+            *([ChildSpec("lakehouse", ("replay", "materialize", *config, "--format", "delta",
+                                       "--every", f"{lakehouse_every:g}", "--master",
+                                       lakehouse_master, "--no-progress"),
+                         serves_endpoint=False)]
+              if lakehouse_every is not None else [])]

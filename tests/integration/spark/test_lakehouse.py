@@ -7,10 +7,12 @@ travel) equals ``state-as-of`` at the LSN that version's metadata names."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, QueryBuilder
+from deltalake.exceptions import TableNotFoundError
 
 from cdc.capture.lsn import format_lsn
 from cdc.capture.runner import Capture
@@ -32,6 +35,7 @@ from tests.integration.spark.test_replay_materialize import (
     wait_captured,
     workload,
 )
+from tests.processes import start_cdc_run, stop_or_fail
 
 pytestmark = pytest.mark.integration
 __all__ = ["capture_env", "run_capture"]
@@ -170,3 +174,37 @@ def test_delta_table_of_a_kafka_log_is_updated_from_its_offsets(
     got, how = delta_run(env, out, config=config)
     assert got == want and "updated from offsets" in how, how
     assert read_without_spark(out / TABLE) == want
+
+
+def test_cdc_run_keeps_the_delta_tables_up_to_date(
+        capture_env: CaptureEnv, tmp_path: Path) -> None:
+    """``spark.lakehouse_every``: ``cdc run`` runs ``cdc replay materialize --format delta
+    --every`` beside the capture, and stops it with the pipeline."""
+    env = capture_env
+    env.sql("CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), "
+            "at timestamptz, flag bool)")
+    lake = tmp_path / "lake"
+    env.config_path.write_text(env.config_path.read_text()
+                               + f"spark:\n  lakehouse_every: 1s\n  output_path: {lake}\n")
+    stderr = tmp_path / "cdc-run.log"
+    run = start_cdc_run(env.config_path, stderr)
+    try:
+        rng = random.Random(20261131)
+        for first_id in (1, 1000):  # the second round of changes reaches an existing table
+            workload(env, rng, 10, first_id, with_note=False)
+            wait_captured(env, current_lsn(env))
+            want = python_checksum(rows_of(env))
+            deadline = time.monotonic() + 240
+            while True:
+                with contextlib.suppress(TableNotFoundError):
+                    if read_without_spark(lake / TABLE) == want:
+                        break
+                assert run.poll() is None, stderr.read_text()[-3000:]
+                assert time.monotonic() < deadline, stderr.read_text()[-3000:]
+                time.sleep(1)
+    finally:
+        code = stop_or_fail(run)
+    assert code == 0, stderr.read_text()[-3000:]
+    assert "lakehouse: public.items: updated from offsets" in stderr.read_text()
+    operations = [entry["operation"] for entry in DeltaTable(str(lake / TABLE)).history()]
+    assert operations[-1] == "WRITE" and "MERGE" in operations, operations

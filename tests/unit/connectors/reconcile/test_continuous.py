@@ -196,3 +196,17 @@ def test_cdc_run_starts_the_columnar_child_only_when_asked() -> None:
     assert specs[-1].args == ("log", "columnar", "-c", str(path), "--every", "60")
     assert not specs[-1].serves_endpoint and specs[0].serves_endpoint
     assert "columnar" not in [s.name for s in child_specs(path, [], recreate_lost_slot=False)]
+
+
+def test_cdc_run_starts_the_lakehouse_child_only_when_asked() -> None:
+    path = Path("/etc/pipeline.yaml")
+    specs = child_specs(path, ["search"], recreate_lost_slot=False, lakehouse_every=300.0)
+    assert [spec.name for spec in specs] == ["capture", "connector search", "lakehouse"]
+    assert specs[-1].args == ("replay", "materialize", "-c", str(path), "--format", "delta",
+                              "--every", "300", "--master", "local[1]", "--no-progress")
+    assert not specs[-1].serves_endpoint
+    on_a_cluster = child_specs(path, [], recreate_lost_slot=False, lakehouse_every=1.5,
+                               lakehouse_master="spark://127.0.0.1:7077")
+    assert on_a_cluster[-1].args[-4:] == ("1.5", "--master", "spark://127.0.0.1:7077",
+                                          "--no-progress")
+    assert "lakehouse" not in [s.name for s in child_specs(path, [], recreate_lost_slot=False)]
