@@ -1,4 +1,7 @@
-"""Compaction: closed segments keep only the newest record of each key.
+"""Compaction: closed segments keep only the newest record of each key — and, when that
+record leaves TOASTed columns out (its event's ``unchanged`` is not empty), every record of
+the key back to the newest that holds the whole row, so that the values PostgreSQL did not
+resend stay in the log (a consumer reading the compacted log fills them in as before).
 
 A delete (tombstone) survives compaction for ``delete_retention_ms`` after it was written,
 so a consumer that is behind still sees the key go away; after that the key disappears.
@@ -22,6 +25,7 @@ from .writer import fsync_dir
 
 log = logging.getLogger(__name__)
 
+_UNCHANGED_LIST = b'"unchanged":["'
 READ_BATCH = 2_000
 """Records read at once: a batch of large records (TOASTed rows) is megabytes each."""
 
@@ -42,22 +46,25 @@ def compact_partition(directory: Path, topic: str, partition: int, *,
     if len(bases) < 2:
         return CompactionResult(0, 0)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    latest: dict[bytes, int] = {}
+    keep_from: dict[bytes, int] = {}  # key → the offset its kept records begin at
     total = 0
     reader = PartitionReader(directory, topic, partition)
     reader.seek(bases[0])
     try:
         while batch := reader.read(READ_BATCH):
             for message in batch:
-                latest[message.key] = message.offset
+                if message.tombstone or not leaves_columns_out(message.value):
+                    keep_from[message.key] = message.offset
+                else:  # no whole row of the key yet: keep every record of it
+                    keep_from.setdefault(message.key, -1)
             total += len(batch)
     finally:
         reader.close()
-    if total == 0 or 1 - len(latest) / total < min_dirty_ratio:
+    if total == 0 or 1 - len(keep_from) / total < min_dirty_ratio:
         return CompactionResult(0, 0)
     rewritten = removed = 0
     for base in bases[:-1]:
-        _, dropped = _rewrite(directory / segment_name(base), topic, partition, latest,
+        _, dropped = _rewrite(directory / segment_name(base), topic, partition, keep_from,
                                  now_ms - delete_retention_ms)
         if dropped:
             rewritten += 1
@@ -69,7 +76,15 @@ def compact_partition(directory: Path, topic: str, partition: int, *,
     return CompactionResult(rewritten, removed)
 
 
-def _rewrite(path: Path, topic: str, partition: int, latest: dict[bytes, int],
+def leaves_columns_out(value: bytes | None) -> bool:
+    """Whether an event's ``unchanged`` lists columns (TOASTed values PostgreSQL did not
+    resend). A byte search, no parse: the events are compact JSON, and inside a string a
+    quote is escaped, so only a member ``"unchanged"`` holding a list of names matches (a
+    row column named ``unchanged`` could too: that keeps a record more, never one less)."""
+    return value is not None and _UNCHANGED_LIST in value
+
+
+def _rewrite(path: Path, topic: str, partition: int, keep_from: dict[bytes, int],
              tombstone_horizon_ms: int) -> tuple[int, int]:
     reader = PartitionReader(path.parent, topic, partition)
     reader.seek(int(path.name[:20]))
@@ -84,7 +99,7 @@ def _rewrite(path: Path, topic: str, partition: int, latest: dict[bytes, int],
                 if m.offset >= limit:
                     stop = True
                     break
-                superseded = latest.get(m.key) != m.offset
+                superseded = m.offset < keep_from.get(m.key, -1)
                 expired = m.tombstone and m.timestamp_ms < tombstone_horizon_ms
                 if superseded or expired:
                     dropped += 1

@@ -118,3 +118,41 @@ def test_scheduled_compaction_runs_beside_the_appends(log_dir: Path,
     producer.compact()  # waits for the background one first
     assert producer.enforce_retention() > 0, "retention acts once it is done"
     log.close()
+
+
+def event(key: int, version: int, unchanged: list[str]) -> Record:
+    """An update event of ``key``; ``unchanged``: TOASTed columns it leaves out."""
+    after = {"id": key, "v": version, **({} if "body" in unchanged else {"body": f"b{version}"})}
+    return Record(TOPIC, b'{"id":%d}' % key,
+                  orjson.dumps({"op": "u", "key": {"id": key}, "after": after,
+                                "unchanged": unchanged}), Position(version, key), False)
+
+
+def test_compaction_keeps_the_records_holding_values_left_out_since(log_dir: Path) -> None:
+    # compacted to its newest record, a key whose newest update left the TOASTed body out
+    # lost the body: every reader filling unchanged columns from the key's earlier records
+    # found none
+    log = FileLog(log_dir, FileLogSettings(default_partitions=1, segment_bytes=1_500))
+    log.admin().create_topic(TOPIC, 1, compacted=True)
+    producer = log.producer()
+    version = 0
+    for round_ in range(8):
+        for key in (1, 2, 3):
+            version += 1
+            # key 1: whole rows until round 5, then only updates leaving the body out;
+            # key 2: never a whole row in the log (its insert was before it); key 3: whole
+            partial = (key == 1 and round_ >= 5) or key == 2
+            producer.append([event(key, version, ["body"] if partial else [])])
+    for filler in range(30):  # roll past them
+        write(log, 10 + filler, 100 + filler)
+    assert producer.compact(min_dirty_ratio=0.0) > 0
+    kept: dict[int, list[tuple[int, str | None]]] = {}
+    for m in log.read_to_end(TOPIC):
+        value = orjson.loads(m.value)
+        if "after" in value:
+            kept.setdefault(value["key"]["id"], []).append(
+                (value["after"]["v"], value["after"].get("body")))
+    assert [body for _, body in kept[1]] == ["b13", None, None, None], kept[1]
+    assert len(kept[2]) == 8, "no whole row: every record kept"
+    assert kept[3] == [(24, "b24")], "a whole row: the newest alone, as before"
+    log.close()
