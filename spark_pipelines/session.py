@@ -45,6 +45,9 @@ LOCAL_DEFAULTS = {**COMMON_DEFAULTS, **LOOPBACK_DRIVER, "spark.ui.enabled": "fal
 SHIPPED_PACKAGES = ("cdc", "connectors", "derived", "spark_pipelines")
 """The top-level packages the tasks import (the connectors import ``derived``)."""
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""The driver's logging: errors only, on stderr (a pipeline's own
+``spark.driver.extraJavaOptions`` naming a ``log4j2.configurationFile`` wins)."""
 
 
 def is_local(master: str) -> bool:
@@ -64,6 +67,17 @@ def defaults_for(master: str) -> dict[str, str]:
     return settings
 
 
+def with_quiet_driver(settings: Mapping[str, object]) -> dict[str, object]:
+    """``settings`` with the driver's JVM logging errors only (``LOG4J2_CONFIG``), unless
+    its ``spark.driver.extraJavaOptions`` already name a log4j2 configuration."""
+    quiet = dict(settings)
+    java_options = str(quiet.get("spark.driver.extraJavaOptions", ""))
+    if "log4j2.configurationFile" not in java_options and LOG4J2_CONFIG.is_file():
+        quiet["spark.driver.extraJavaOptions"] = \
+            f"{java_options} -Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}".strip()
+    return quiet
+
+
 @contextmanager
 def spark_session(master: str, conf: Mapping[str, object], *, app_name: str,
                   jars: list[Path] | None = None) -> Iterator[SparkSession]:
@@ -80,6 +94,7 @@ def spark_session(master: str, conf: Mapping[str, object], *, app_name: str,
     if not is_local(master) and "spark.driver.host" in settings:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver's UI binds to it
     settings.update(conf)
+    settings = with_quiet_driver(settings)
     if jars:
         settings["spark.jars"] = ",".join(str(jar) for jar in jars)
     for key, value in settings.items():

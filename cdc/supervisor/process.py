@@ -3,9 +3,10 @@
 A child is ``python -m cdc.supervisor.child --log-format F ARGS`` (``cdc ARGS`` with exit
 statuses the supervisor can act on), in its own session so that a Ctrl-C in the terminal
 reaches the supervisor alone, which then stops the children in order. Its stderr goes
-through the supervisor line by line: JSON lines as they are (a line that is not JSON,
-such as click's ``Error: …``, becomes a JSON record of the supervisor's log), text lines
-prefixed with the child's name.
+through the supervisor line by line: JSON lines as they are (a line that is not JSON
+becomes a JSON record of the supervisor's log: at ERROR for click's ``Error: …`` and a
+Python traceback's first line, at WARNING for anything else, such as a JVM's notices),
+text lines prefixed with the child's name.
 """
 
 from __future__ import annotations
@@ -130,7 +131,11 @@ class ChildProcess:
             record = None
         if not isinstance(record, dict):
             self._lines.append(line)
-            log.error("%s", line, extra={"child": self.spec.name})
+            # not a log record: an error where click or Python says so, else a warning (a
+            # JVM's or a library's notice on stderr is no error of the pipeline)
+            level = logging.ERROR if line.startswith(("Error: ", "Traceback ")) \
+                else logging.WARNING
+            log.log(level, "%s", line, extra={"child": self.spec.name})
             return
         if record.get("level") in ("ERROR", "CRITICAL"):
             self._lines.append(str(record.get("message", "")))

@@ -205,6 +205,8 @@ def test_cdc_run_keeps_the_delta_tables_up_to_date(
     finally:
         code = stop_or_fail(run)
     assert code == 0, stderr.read_text()[-3000:]
-    assert "lakehouse: public.items: updated from offsets" in stderr.read_text()
+    log = stderr.read_text()
+    assert "lakehouse: public.items: updated from offsets" in log
+    assert '"level": "ERROR"' not in log, "Spark's notices are no errors of the pipeline"
     operations = [entry["operation"] for entry in DeltaTable(str(lake / TABLE)).history()]
     assert operations[-1] == "WRITE" and "MERGE" in operations, operations

@@ -1,13 +1,24 @@
-"""The settings a replay session gets per master, and the zip of the shipped packages."""
+"""The settings a replay session gets per master, the zip of the shipped packages, and
+the Spark children's stderr under ``cdc run``."""
 
 from __future__ import annotations
 
+import logging
 import zipfile
+from collections import deque
 from pathlib import Path
 
 import pytest
 
-from spark_pipelines.session import LOOPBACK_DRIVER, SHIPPED_PACKAGES, defaults_for, package_zip
+from cdc.supervisor.process import ChildProcess, ChildSpec
+from spark_pipelines.session import (
+    LOG4J2_CONFIG,
+    LOOPBACK_DRIVER,
+    SHIPPED_PACKAGES,
+    defaults_for,
+    package_zip,
+    with_quiet_driver,
+)
 
 
 @pytest.mark.parametrize("master", ["local[2]", "local[*]", "spark://127.0.0.1:7077",
@@ -35,3 +46,25 @@ def test_the_zip_holds_every_shipped_package_without_bytecode(tmp_path: Path) ->
     assert "spark_pipelines/session.py" in names
     assert "cdc/observability/static/index.html" in names  # package data too
     assert not [name for name in names if name.endswith(".pyc") or "__pycache__" in name]
+
+
+def test_the_driver_logs_errors_only_unless_the_pipeline_configures_log4j2() -> None:
+    settings = with_quiet_driver({"spark.driver.extraJavaOptions": "-Xss4m"})
+    options = str(settings["spark.driver.extraJavaOptions"])
+    assert options.startswith("-Xss4m -Dlog4j2.configurationFile=file:")
+    assert "rootLogger.level = error" in LOG4J2_CONFIG.read_text()
+    own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/mine.xml"}
+    assert with_quiet_driver(own) == own
+
+
+def test_a_line_that_is_not_a_log_record_is_a_warning_unless_it_says_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    child = ChildProcess.__new__(ChildProcess)  # its line handling alone, no process
+    child.spec, child._json, child._lines = ChildSpec("lakehouse", ()), True, deque()
+    with caplog.at_level(logging.INFO):
+        for line in ("WARNING: Using incubator modules: jdk.incubator.vector",
+                     "Error: log.path: no such directory",
+                     "Traceback (most recent call last):"):
+            child._forward(line)
+    assert [r.levelname for r in caplog.records] == ["WARNING", "ERROR", "ERROR"]
+    assert child.last_error() == "log.path: no such directory"
