@@ -26,7 +26,9 @@ from deltalake.exceptions import TableNotFoundError
 from cdc.capture.lsn import format_lsn
 from cdc.capture.runner import Capture
 from spark_pipelines.checksum import python_checksum
+from spark_pipelines.columnar import plan
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
+from tests.integration.spark.test_columnar import columnar, small_segments
 from tests.integration.spark.test_replay_materialize import (
     copy_to_kafka,
     current_lsn,
@@ -84,6 +86,7 @@ def items_captured(env: CaptureEnv, run_capture: Callable[[], Capture]) -> Captu
 def test_delta_table_follows_the_log_exactly(
         capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any,
         tmp_path: Path) -> None:
+    small_segments(capture_env)  # sealed segments, and their columnar companions
     env = items_captured(capture_env, run_capture)
     rng = random.Random(20261129)
     out = tmp_path / "lake"
@@ -93,15 +96,25 @@ def test_delta_table_follows_the_log_exactly(
         wait_captured(env, current_lsn(env))
         return python_checksum(rows_of(env))
 
-    workload(env, rng, 15, 1, with_note=False)
+    for chunk in range(12):  # a segment rolls between two of the capture's appends
+        workload(env, rng, 5, 1 + 100 * chunk, with_note=False)
+        wait_captured(env, current_lsn(env))
     first = caught_up()
     assert first[0] > 0
+    report = columnar(env)
+    assert f"{env.topic('items')}: written=" in report, report
+    ends = {p: 1 << 62 for p in range(3)}
+    assert plan(env.log_dir, env.topic("items"), ends).companions, (report, sorted(
+        str(f.relative_to(env.log_dir)) for f in env.log_dir.rglob("*.jsonl")))
     got, how = delta_run(env, out)
     assert got == first and "written whole (no Delta table" in how, how
 
-    workload(env, rng, 15, 1000, with_note=False)
+    for chunk in range(12):
+        workload(env, rng, 5, 2000 + 100 * chunk, with_note=False)
+        wait_captured(env, current_lsn(env))
     want = caught_up()
-    got, how = delta_run(env, out)
+    columnar(env)
+    got, how = delta_run(env, out)  # the new events: companions, then JSON
     assert got == want and "updated from offsets" in how, how
     assert read_without_spark(path) == want  # deltalake: Rust, no JVM
 
@@ -117,7 +130,7 @@ def test_delta_table_follows_the_log_exactly(
     assert past[TABLE] == first
 
     # killed before the MERGE: nothing committed; killed right after it: committed once
-    workload(env, rng, 10, 2000, with_note=False)
+    workload(env, rng, 10, 4000, with_note=False)
     want = caught_up()
     delta_run(env, out, crash_at="lakehouse.before_merge")
     assert DeltaTable(str(path)).version() == 1
@@ -131,17 +144,17 @@ def test_delta_table_follows_the_log_exactly(
     # truncate: written whole, still exact; then updated again
     env.sql('ALTER TABLE items ADD COLUMN note text, ADD COLUMN "Odd `Name`.x, y" text',
             'UPDATE items SET "Odd `Name`.x, y" = \'odd \' || id')
-    workload(env, rng, 10, 3000, with_note=True)
+    workload(env, rng, 10, 5000, with_note=True)
     want = caught_up()
     got, how = delta_run(env, out)
     assert got == want and "written whole (schema version 2 since version 1)" in how, how
     env.sql("TRUNCATE items")
-    workload(env, rng, 6, 4000, with_note=True)
+    workload(env, rng, 6, 6000, with_note=True)
     want = caught_up()
     got, how = delta_run(env, out)
     assert got == want and "written whole (the new events hold a truncate" in how, how
     assert read_without_spark(path) == want
-    workload(env, rng, 8, 5000, with_note=True)
+    workload(env, rng, 8, 7000, with_note=True)
     want = caught_up()
     got, how = delta_run(env, out)
     assert got == want and "updated from offsets" in how, how
