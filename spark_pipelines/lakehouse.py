@@ -41,7 +41,6 @@ import orjson
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
 from cdc.crashpoints import crash_point
 
@@ -58,7 +57,7 @@ from .materialize import (
 )
 from .materialize_job import TableResult
 from .source import EndOffsets, LogSource
-from .state import TableHistory, text_state
+from .state import TableHistory, text_row, text_state
 from .typed import typed_state
 
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.0.0"
@@ -121,13 +120,15 @@ class Version:
     position: LogPosition | None
 
 
-def versions(spark: SparkSession, target: Path | str) -> list[Version]:
-    """Every commit of the table at ``target``, newest first (empty: no table there)."""
+def versions(spark: SparkSession, target: Path | str, limit: int | None = None
+             ) -> list[Version]:
+    """The commits of the table at ``target`` (the newest ``limit``, else every one Delta
+    keeps), newest first; empty: no table there."""
     from delta.tables import DeltaTable
 
     if not DeltaTable.isDeltaTable(spark, str(target)):
         return []
-    history = DeltaTable.forPath(spark, str(target)).history()
+    history = DeltaTable.forPath(spark, str(target)).history(limit)
     return [Version(int(row["version"]), str(row["timestamp"]),
                     LogPosition.from_json(row["userMetadata"]))
             for row in history.select("version", "timestamp", "userMetadata").collect()]
@@ -141,7 +142,7 @@ def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHisto
     topic = source.topic(history.name)
     ranges = source.offset_ranges(topic)
     ends = {partition: end for partition, (_, end) in ranges.items()}
-    known = versions(spark, target)
+    known = versions(spark, target, limit=1)  # not a long-lived table's whole history
     last = known[0].position if known else None
     reason = why_write_whole(last, topic, ranges, history)
     warnings: list[str] = []
@@ -228,7 +229,7 @@ def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target
     from delta.tables import DeltaTable
 
     topic = source.topic(history.name)
-    row = StructType([StructField(c.name, StringType()) for c in history.all_columns()])
+    row = text_row(history)
     records = source.read(spark, topic, event_type(row), ends, last.ends).persist(
         StorageLevel.MEMORY_AND_DISK)  # the new events only: read once, looked at twice
     inexact = records.where((F.col("value.op") == "t") | (F.size(F.coalesce(

@@ -71,12 +71,18 @@ def select_tables(histories: Mapping[str, TableHistory], wanted: Sequence[str],
     return [histories[name] for name in names]
 
 
+def text_row(history: TableHistory) -> StructType:
+    """An event's ``after`` as the jobs read it: every column of every schema version of
+    the table, each as the event's text."""
+    return StructType([StructField(c.name, StringType()) for c in history.all_columns()])
+
+
 def text_state(spark: SparkSession, source: LogSource, history: TableHistory,
                ends: EndOffsets, *, as_of_lsn: int | None = None,
                with_deletes: bool = False, starts: EndOffsets | None = None) -> DataFrame:
     """The table's current state with every column as the event's text (``columns``);
     with ``starts``, the state the log's records from those offsets leave."""
-    row = StructType([StructField(c.name, StringType()) for c in history.all_columns()])
+    row = text_row(history)
     records = source.read(spark, source.topic(history.name), event_type(row), ends, starts)
     return current_state(records, row.fieldNames(), as_of_lsn=as_of_lsn,
                          with_deletes=with_deletes)
