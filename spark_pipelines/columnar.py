@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -150,8 +151,7 @@ def plan(log_root: Path | str, topic: str, ends: Mapping[int, int],
         bases = partition_segments(log_root, topic, partition)
         closed = set(sealed(bases))
         start = 0 if starts is None else starts.get(partition, 0)
-        # (no segment: the list of the following ones is [None], one longer)
-        for base, following in zip(bases, [*bases[1:], None], strict=False):
+        for base, following in zip_longest(bases, bases[1:]):  # the next base, or None
             if base >= end:
                 break
             if following is not None and following <= start:
