@@ -183,26 +183,45 @@ def read_records(spark: SparkSession, log_root: Path | str, topic: str, value_ty
     if not chosen.companions and not chosen.segments:  # retention removed every segment
         return spark.createDataFrame([], record_columns(value_type))
     base_path = str(topic_dir(log_root, topic))
-    stored = companion_value_type(chosen.columns)
-    value = conformed(F.col("value"), stored, value_type) \
-        if chosen.companions and not case_clashes((*chosen.columns, *row_names(value_type))) \
-        else None
-    if value is None:  # nothing converted, a request the companions cannot answer, or
-        # names Parquet's reader (matching without case) could take one for another
+    parquet = None
+    if chosen.companions:
+        parquet = companion_records(spark, [companion for companion, _ in chosen.companions],
+                                    chosen.companions[0][0].parent.parent, chosen.columns,
+                                    value_type)
+    if parquet is None:  # nothing converted, or a request the companions cannot answer
         files = [*chosen.segments, *(segment for _, segment in chosen.companions)]
         return _json(spark, base_path, files, value_type)
+    if not chosen.segments:
+        return parquet
+    return parquet.unionByName(_json(spark, base_path, chosen.segments, value_type))
+
+
+def companion_schema(value_type: DataType) -> StructType:
+    """The columns a job reads from a companion (the file log's or a Kafka chunk); the
+    ``partition`` column comes from the directory name."""
+    return StructType([StructField("offset", LongType()), StructField("lsn", LongType()),
+                       StructField("seq", LongType()), StructField("key", StringType()),
+                       StructField("value", value_type)])
+
+
+def companion_records(spark: SparkSession, files: Sequence[Path], base_path: Path,
+                      columns: tuple[str, ...], value_type: DataType) -> DataFrame | None:
+    """The records of companion ``files`` (under ``base_path``, holding the row
+    ``columns``) as ``RECORD_COLUMNS`` with ``value`` as ``value_type``; ``None`` when the
+    companions cannot give it exactly (a field they do not keep, or names Parquet's reader,
+    matching without case, could take one for another)."""
+    if case_clashes((*columns, *row_names(value_type))):
+        return None
+    stored = companion_value_type(columns)
+    value = conformed(F.col("value"), stored, value_type)
+    if value is None:
+        return None
     direct = readable_as(stored, value_type)
-    parquet = (spark.read.schema(record_schema(value_type if direct else stored))
-               .option("basePath", str(chosen.companions[0][0].parent.parent))
-               .parquet(*[str(companion) for companion, _ in chosen.companions]))
-    parts = [parquet.select(*RECORD_COLUMNS[:-1],
-                            F.col("value") if direct else value.alias("value"))]
-    if chosen.segments:
-        parts.append(_json(spark, base_path, chosen.segments, value_type))
-    frame = parts[0]
-    for part in parts[1:]:
-        frame = frame.unionByName(part)
-    return frame
+    parquet = (spark.read.schema(companion_schema(value_type if direct else stored))
+               .option("basePath", str(base_path))
+               .parquet(*[str(f) for f in files]))
+    return parquet.select(*RECORD_COLUMNS[:-1],
+                          F.col("value") if direct else value.alias("value"))
 
 
 def _json(spark: SparkSession, base_path: str, files: Sequence[Path],

@@ -1,5 +1,6 @@
-"""``cdc log columnar``: write the Parquet companions of the file log's sealed segments,
-once or every ``--every`` seconds (``columnar_job``).
+"""``cdc log columnar``: write the Parquet companions of the file log's sealed segments
+(``columnar_job``) or of a Kafka log's offsets (``kafka_columnar_job``), once or every
+``--every`` seconds.
 
 It runs beside the capture, never on its path: its own process, a Spark session on one
 core by default (``--master local[1]``), reading only segments the capture no longer
@@ -10,17 +11,22 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
+import pyspark
 from pyspark.sql import SparkSession
 from rich.console import Console
 
 from cdc.config.commands import config_option, load_config_or_exit
+from cdc.errors import LogError
 
 from .columnar import case_clashes
 from .columnar_job import ColumnarBusy, TopicColumns, companion_lock, write_companions
+from .companions import columnar_root
+from .kafka_columnar_job import DEFAULT_CHUNK_OFFSETS, write_chunks
+from .kafka_packages import with_kafka_source
 from .session import spark_session
 from .source import LogSource
 from .state import ReplayError, TableHistory, load_histories, select_tables
@@ -43,10 +49,10 @@ def topics_to_convert(source: LogSource, tables: list[TableHistory]) -> list[Top
 
 
 def one_round(spark: SparkSession, source: LogSource, wanted: tuple[str, ...],
-              configured: Sequence[str], console: Console, *, quiet: bool) -> None:
+              configured: Sequence[str], console: Console, *, quiet: bool,
+              chunk_offsets: int = DEFAULT_CHUNK_OFFSETS) -> None:
     """Write the missing companions of every chosen table's topic, a line per topic
     (``quiet``: only for topics where something was written, removed or left waiting)."""
-    assert source.path is not None
     chosen = select_tables(load_histories(spark, source), wanted, configured)
     for topic in topics_to_convert(source, chosen):
         clashes = case_clashes(topic.columns)
@@ -54,8 +60,13 @@ def one_round(spark: SparkSession, source: LogSource, wanted: tuple[str, ...],
             console.print(f"[yellow]warning[/]: {topic.topic}: columns {', '.join(clashes)} "
                           "differ only in case; its segments stay JSON only")
             continue
-        partitions = sorted(source.end_offsets(topic.topic))
-        report = write_companions(spark, source.path, topic, partitions)
+        if source.backend == "kafka":
+            assert source.columnar_path is not None
+            report = write_chunks(spark, source, source.columnar_path, topic, chunk_offsets)
+        else:
+            assert source.path is not None
+            report = write_companions(spark, source.path, topic,
+                                      sorted(source.end_offsets(topic.topic)))
         for reason in report.waiting:
             console.print(f"[yellow]waiting[/]: {topic.topic} {reason}")
         if not quiet or report.written or report.removed or report.waiting:
@@ -73,34 +84,47 @@ def one_round(spark: SparkSession, source: LogSource, wanted: tuple[str, ...],
               "else every captured table).")
 @click.option("--every", "every", type=float, default=None,
               help="Seconds between rounds; runs until stopped (default: one round).")
+@click.option("--chunk-offsets", type=click.IntRange(min=1), default=DEFAULT_CHUNK_OFFSETS,
+              show_default=True,
+              help="Kafka log: offsets per chunk; a partition's newest offsets wait in Kafka "
+              "until they fill one.")
 def columnar(config_path: Path, master: str, tables: tuple[str, ...],
-             every: float | None) -> None:
-    """Write Parquet companions of the file log's sealed segments; replay jobs read them
-    instead of the JSON lines.
+             every: float | None, chunk_offsets: int) -> None:
+    """Write Parquet companions of the log (the file log's sealed segments, or chunks of a
+    Kafka log's offsets under log.columnar_path); replay jobs read them instead of the
+    JSON records.
 
     Example: cdc log columnar -c pipeline.yaml --every 60
     """
     config = load_config_or_exit(config_path)
-    if config.log.backend != "file" or config.log.path is None:
-        raise click.ClickException("log.backend: companions are written for the file log; "
-                                   "this pipeline's log is on Kafka")
+    if config.log.path is not None:
+        root = columnar_root(config.log.path)
+    elif config.log.columnar_path is not None:
+        root = config.log.columnar_path
+    else:
+        raise click.ClickException("log.columnar_path: not set; the companions of a Kafka "
+                                   "log need a directory (like /data/distributary-columnar) "
+                                   "where they are written and the Spark jobs read them")
     source = LogSource.of(config)
-    log_root = config.log.path
+    conf: Mapping[str, object] = config.spark.conf
+    if config.log.backend == "kafka":
+        conf = with_kafka_source(conf, pyspark.__version__)
     wanted = tuple(t.strip() for arg in tables for t in arg.split(",") if t.strip())
     console = Console(stderr=True)
     try:
-        with spark_session(master, config.spark.conf, app_name="distributary-columnar") \
-                as spark, companion_lock(log_root):
+        with spark_session(master, conf, app_name="distributary-columnar") \
+                as spark, companion_lock(root):
             while True:
                 try:
                     one_round(spark, source, wanted, config.source.tables or (), console,
-                              quiet=every is not None)
-                except ReplayError as exc:
+                              quiet=every is not None, chunk_offsets=chunk_offsets)
+                except (ReplayError, LogError) as exc:
                     if every is None:
                         raise
-                    console.print(f"[yellow]waiting[/]: {exc}")  # e.g. no schema record yet
+                    console.print(f"[yellow]waiting[/]: {exc}")  # no schema record yet, or
+                    # Kafka out of reach
                 if every is None:
                     return
                 time.sleep(every)
-    except (ColumnarBusy, ReplayError) as exc:
+    except (ColumnarBusy, ReplayError, LogError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -18,12 +18,12 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc.crashpoints import crash_point
@@ -32,8 +32,8 @@ from .columnar import companion_value_type
 from .companions import (
     Manifest,
     SegmentStamp,
+    SupportsJson,
     check_companion,
-    columnar_root,
     companion_bases,
     companion_dir,
     companion_paths,
@@ -76,17 +76,17 @@ class TopicColumns:
 
 
 @contextmanager
-def companion_lock(log_root: Path) -> Iterator[None]:
-    """Hold the log's companion lock (``ColumnarBusy`` when another writer has it)."""
-    root = columnar_root(log_root)
+def companion_lock(root: Path) -> Iterator[None]:
+    """Hold the lock of the companions under ``root`` (``ColumnarBusy`` when another
+    writer has it)."""
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ColumnarBusy(f"another `cdc log columnar` is writing companions of "
-                               f"{log_root}; wait for it or stop it") from None
+            raise ColumnarBusy(f"another `cdc log columnar` is writing companions under "
+                               f"{root}; wait for it or stop it") from None
         yield
     finally:
         os.close(fd)
@@ -99,7 +99,7 @@ def write_companions(spark: SparkSession, log_root: Path, wanted: TopicColumns,
     report = TopicCompanions(wanted.topic)
     for partition in partitions:
         directory = companion_dir(log_root, wanted.topic, partition)
-        _remove_leftovers(directory)
+        remove_leftovers(directory)
         bases = partition_segments(log_root, wanted.topic, partition)
         for base in companion_bases(log_root, wanted.topic, partition):
             if base not in bases:
@@ -120,7 +120,8 @@ def write_companions(spark: SparkSession, log_root: Path, wanted: TopicColumns,
     return report
 
 
-def _remove_leftovers(directory: Path) -> None:
+def remove_leftovers(directory: Path) -> None:
+    """Remove what a writer killed on the way left in ``directory``."""
     if not directory.exists():
         return
     for entry in directory.iterdir():
@@ -140,30 +141,51 @@ def _write_one(spark: SparkSession, log_root: Path, wanted: TopicColumns, partit
     except FileNotFoundError:
         return "its segment is gone (retention or compaction removed it meanwhile)"
     parquet, manifest_path = companion_paths(log_root, wanted.topic, partition, base)
-    tmp = parquet.parent / f"{TMP_PREFIX}{base}-{os.getpid()}"
-    stored = companion_value_type(wanted.columns)
+    frame = (spark.read.schema(record_schema(companion_value_type(wanted.columns)))
+             .option("mode", "FAILFAST").json(str(segment)))
+    return write_companion(
+        frame, parquet, manifest_path, f"{base}", wanted.newest_version, str(segment),
+        lambda records: "" if records == lines else
+        f"{records} records read from {lines} lines: segment left as JSON",
+        lambda records, size, crc: Manifest(stamp, lines, size, crc, wanted.columns))
+
+
+Check = Callable[[int], str]
+"""The records written → ``""``, or why the companion is not kept."""
+
+
+def write_companion(frame: DataFrame, parquet: Path, manifest_path: Path, name: str,
+                    newest_version: int, what: str, check: Check,
+                    manifest: Callable[[int, int, int], SupportsJson]) -> str:
+    """Write ``frame`` (the records of ``what``) as the one Parquet file ``parquet``, then
+    its manifest (``manifest(records, bytes, crc)``), durably, the manifest last; ``""``
+    when done, else why not (nothing is left in place then). No event may be of a schema
+    version past ``newest_version`` (its schema record is not read yet)."""
+    tmp = parquet.parent / f"{TMP_PREFIX}{name}-{os.getpid()}"
     try:
-        (spark.read.schema(record_schema(stored)).option("mode", "FAILFAST")
-         .json(str(segment)).coalesce(1).write.mode("overwrite").parquet(str(tmp)))
-    except Exception as exc:  # Spark's errors share no base class; the segment stays JSON
+        frame.coalesce(1).write.mode("overwrite").parquet(str(tmp))
+    except Exception as exc:  # Spark's errors share no base class; the records stay as they are
         shutil.rmtree(tmp, ignore_errors=True)
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"Spark could not read {segment}: {reason[:300]}"
+        return f"Spark could not read {what}: {reason[:300]}"
     crash_point("columnar.parquet_written")
     written = [p for p in tmp.iterdir() if p.name.endswith(".parquet")]
     if len(written) != 1:
         shutil.rmtree(tmp, ignore_errors=True)
         return f"Spark wrote {len(written)} files instead of one"
-    check = spark.read.parquet(str(written[0])).agg(
+    spark = frame.sparkSession
+    found = spark.read.parquet(str(written[0])).agg(
         F.count(F.lit(1)).alias("records"),
         F.max("value.schema_version").alias("version")).collect()[0]
-    version = int(check["version"] or 0)
-    if int(check["records"]) != lines or version > wanted.newest_version:
+    records, version = int(found["records"]), int(found["version"] or 0)
+    size = written[0].stat().st_size
+    crc = file_crc(written[0])
+    problem = (f"an event of schema version {version}, newer than the schema topic's "
+               f"{newest_version}: written when the schema record is read"
+               if version > newest_version else check(records))
+    if problem:
         shutil.rmtree(tmp, ignore_errors=True)
-        if version > wanted.newest_version:
-            return (f"an event of schema version {version}, newer than the schema topic's "
-                    f"{wanted.newest_version}: written when the schema record is read")
-        return f"{check['records']} records read from {lines} lines: segment left as JSON"
+        return problem
     with open(written[0], "rb") as file:
         os.fsync(file.fileno())
     manifest_path.unlink(missing_ok=True)  # an old manifest never vouches for a new file
@@ -171,8 +193,7 @@ def _write_one(spark: SparkSession, log_root: Path, wanted: TopicColumns, partit
     sync_dir(parquet.parent)
     shutil.rmtree(tmp, ignore_errors=True)
     crash_point("columnar.before_manifest")
-    write_manifest(manifest_path, Manifest(stamp, lines, parquet.stat().st_size,
-                                           file_crc(parquet), wanted.columns))
+    write_manifest(manifest_path, manifest(records, size, crc))
     return ""
 
 

@@ -25,6 +25,7 @@ import os
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from cdc.log.file import topic_dir
 from cdc.log.file.segments import list_segments, segment_name
@@ -163,7 +164,13 @@ def check_companion(log_root: Path | str, topic: str, partition: int, base: int)
     return Verdict(manifest, "")
 
 
-def write_manifest(path: Path, manifest: Manifest) -> None:
+class SupportsJson(Protocol):
+    """A manifest: what it holds, as JSON bytes."""
+
+    def to_json(self) -> bytes: ...
+
+
+def write_manifest(path: Path, manifest: SupportsJson) -> None:
     """Write a manifest durably and atomically (the last step of writing a companion)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as file:

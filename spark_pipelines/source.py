@@ -11,10 +11,12 @@ capture keeps appending, and a rebuild knows where to resume from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -34,9 +36,15 @@ from cdc.config.topic_names import TopicNamer
 from cdc.log import Log
 from cdc.log.file import FileLog
 
-from .columnar import read_records
+from .columnar import companion_records, read_records
+from .kafka_companions import plan_chunks, topic_root
 from .kafka_options import kafka_security_options
 from .log_source import RECORD_COLUMNS, record_columns
+
+if TYPE_CHECKING:
+    from cdc.log.kafka.admin import KafkaAdmin
+
+logger = logging.getLogger(__name__)
 
 EndOffsets = Mapping[int, int]
 
@@ -52,13 +60,15 @@ class LogSource:
     topic_names: Mapping[str, str] = field(default_factory=dict)  # log.topic_names
     log: LogConfig | None = None
     """The whole ``log:`` section (its Kafka security settings), when read from a file."""
+    columnar_path: Path | None = None
+    """Kafka: where ``cdc log columnar`` writes the topics' chunks (``kafka_companions``)."""
 
     @classmethod
     def of(cls, config: PipelineConfig) -> LogSource:
         """The log of a pipeline file."""
         log = config.log
         return cls(log.backend, config.topic_prefix, log.path, tuple(log.bootstrap_servers),
-                   dict(log.topic_names), log)
+                   dict(log.topic_names), log, log.columnar_path)
 
     def topic(self, table: str) -> str:
         """The topic of ``schema.table`` (the capture's rule: ``cdc.config.topic_names``)."""
@@ -125,29 +135,83 @@ class LogSource:
 
     def _read_kafka(self, spark: SparkSession, topic: str, value_type: DataType,
                     ends: EndOffsets, starts: EndOffsets) -> DataFrame:
+        """From the topic's chunks (``log.columnar_path``) as far as they reach without a
+        gap, from Kafka after them."""
+        if self.columnar_path is None:
+            return self.kafka_records(spark, topic, value_type, ends, starts)
+        retained = self.offset_ranges(topic)
+        wanted = {p: (max(starts.get(p, 0), retained.get(p, (0, 0))[0]), end)
+                  for p, end in ends.items()}
+        chunks = plan_chunks(self.columnar_path, topic, self.topic_id(topic), wanted)
+        for problem in chunks.problems:
+            logger.warning("not reading a columnar chunk of %s: %s; reading Kafka instead "
+                        "(cdc log columnar writes it again)", topic, problem)
+        parquet = companion_records(spark, chunks.files, topic_root(self.columnar_path, topic),
+                                    chunks.columns, value_type) if chunks.files else None
+        if parquet is None:
+            return self.kafka_records(spark, topic, value_type, ends, starts)
+        retained_only = F.lit(False)  # records retention removed from Kafka since
+        for partition, (first, _) in wanted.items():
+            retained_only = retained_only | ((F.col("partition") == partition)
+                                             & (F.col("offset") >= first))
+        parquet = parquet.where(retained_only)
+        rest = {p: end for p, end in ends.items() if chunks.resume[p] < end}
+        if not rest:
+            return parquet
+        return parquet.unionByName(
+            self.kafka_records(spark, topic, value_type, rest, chunks.resume))
+
+    def topic_id(self, topic: str) -> str:
+        """Kafka: the topic's id (new when it was deleted and created again)."""
+        with self.kafka_admin() as admin:
+            return admin.topic_id(topic)
+
+    @contextmanager
+    def kafka_admin(self) -> Iterator[KafkaAdmin]:
+        """Kafka: the log's admin client, for as long as the block runs."""
+        from cdc.log.kafka.admin import KafkaAdmin
+
+        log = self.open_log()
+        try:
+            admin = log.admin()
+            assert isinstance(admin, KafkaAdmin)
+            yield admin
+        finally:
+            log.close()
+
+    def kafka_records(self, spark: SparkSession, topic: str, value_type: DataType,
+                      ends: EndOffsets, starts: EndOffsets) -> DataFrame:
+        """The records of ``topic``'s partitions in ``ends``, from ``starts`` (the earliest
+        retained offset for a partition it lacks), from Kafka itself."""
         ending = orjson.dumps({topic: {str(p): end for p, end in ends.items()}}).decode()
         # -2: the earliest offset the broker still holds
         starting = orjson.dumps({topic: {str(p): starts.get(p, -2) for p in ends}}).decode()
         raw = (spark.read.format("kafka")
                .options(**self.kafka_options())
-               .option("subscribe", topic)
+               .option("assign", orjson.dumps({topic: sorted(ends)}).decode())
                .option("kafka.isolation.level", "read_committed")  # the capture's commits
                .option("startingOffsets", starting)
                .option("endingOffsets", ending)
                .option("includeHeaders", "true")
                .load())
-        return raw.select(
-            "partition", "offset",
-            _header("lsn").alias("lsn"),
-            F.coalesce(_header("seq"), F.lit(0).cast(LongType())).alias("seq"),
-            F.col("key").cast(StringType()).alias("key"),
-            _parsed(F.col("value").cast(StringType()), value_type).alias("value"))
+        return kafka_columns(raw, value_type)
 
     def schema_values(self, spark: SparkSession) -> list[str]:
         """Every record value of the schema topic (JSON text)."""
         ends = self.end_offsets(self.schema_topic)
         rows = self.read(spark, self.schema_topic, StringType(), ends).select("value").collect()
         return [str(row["value"]) for row in rows]
+
+
+def kafka_columns(raw: DataFrame, value_type: DataType) -> DataFrame:
+    """Spark's Kafka records as ``RECORD_COLUMNS`` (``value`` as ``value_type``); the
+    position from the record's headers."""
+    return raw.select(
+        "partition", "offset",
+        _header("lsn").alias("lsn"),
+        F.coalesce(_header("seq"), F.lit(0).cast(LongType())).alias("seq"),
+        F.col("key").cast(StringType()).alias("key"),
+        _parsed(F.col("value").cast(StringType()), value_type).alias("value"))
 
 
 def _parsed(text: Column, value_type: DataType) -> Column:

@@ -82,6 +82,11 @@ class LogConfig(ConfigModel):
         description="largest record (one row's event) the capture may write, e.g. 16MiB; "
         "kafka backend: topics are created and producers set to take it")
     compaction: CompactionConfig | None = Field(default=None, description="null: no compaction")
+    columnar_path: LocalPath | None = Field(
+        default=None, description="kafka backend: the directory where `cdc log columnar` "
+        "writes Parquet companions of the topics' records (chunks of offsets) and where the "
+        "Spark jobs read them; null: the jobs read Kafka only (the file backend keeps its "
+        "companions under <path>/_columnar)")
     replication_factor: int | None = Field(
         default=None, ge=1, le=32, description="kafka backend: replicas of every topic the "
         "pipeline creates (history topics included); null: 3 on a cluster of 3 brokers or "
@@ -130,6 +135,10 @@ class LogConfig(ConfigModel):
         if self.backend == "kafka" and self.path is not None:
             problems.append((("path",), "only used when backend is 'file'; "
                              "remove it or set backend: file", str(self.path)))
+        if self.backend == "file" and self.columnar_path is not None:
+            problems.append((("columnar_path",), "only used when backend is 'kafka' (the file "
+                             "log's companions are under <path>/_columnar); remove it",
+                             str(self.columnar_path)))
         if self.backend == "file" and self.bootstrap_servers:
             problems.append((("bootstrap_servers",), "only used when backend is 'kafka'; "
                              "remove it or set backend: kafka", None))

@@ -70,9 +70,10 @@ class SparkConfig(ConfigModel):
     conf: dict[Annotated[str, AfterValidator(_spark_key)], ScalarText] = Field(
         default_factory=dict, description="extra Spark settings, e.g. spark.driver.memory: 2g")
     columnar_every: Duration | None = Field(
-        default=None, description="with a file log, `cdc run` also runs `cdc log columnar "
-        "--every` this often (e.g. 60s): Parquet companions of sealed segments that the "
-        "jobs read instead of JSON; needs the spark extra")
+        default=None, description="`cdc run` also runs `cdc log columnar --every` this often "
+        "(e.g. 60s): Parquet companions of the file log's sealed segments (or of Kafka "
+        "offsets, under log.columnar_path) that the jobs read instead of JSON; needs the "
+        "spark extra")
     lakehouse_every: Duration | None = Field(
         default=None, description="`cdc run` also runs `cdc replay materialize --format delta "
         "--every` this often (e.g. 5m): a Delta table per captured table under output_path, "
@@ -178,12 +179,12 @@ class PipelineConfig(ConfigModel):
         return self
 
     @model_validator(mode="after")
-    def _columnar_needs_a_file_log(self) -> PipelineConfig:
+    def _columnar_needs_a_directory(self) -> PipelineConfig:
         every = self.spark.columnar_every
-        if every is not None and self.log.backend != "file":
+        if every is not None and self.log.backend == "kafka" and self.log.columnar_path is None:
             raise_field_problems("PipelineConfig", [(
-                ("spark", "columnar_every"), "columnar companions are written for the file "
-                "log; remove it, or use log.backend: file", every)])
+                ("spark", "columnar_every"), "the companions of a Kafka log need a directory: "
+                "set log.columnar_path, or remove columnar_every", every)])
         return self
 
     @property

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
@@ -257,6 +257,27 @@ class KafkaAdmin:
         lows = self._list_offsets(keys, _EARLIEST)
         highs = self.end_offsets(keys)
         return [PartitionInfo(topic, p, lows[topic, p], highs[topic, p], 0) for _, p in keys]
+
+    def topic_id(self, topic: str) -> str:
+        """The topic's id: a topic deleted and created again under its name has a new
+        one (and offsets from 0 again)."""
+        futures = self._client.describe_topics(TopicCollection([topic]),
+                                               request_timeout=TIMEOUT_S)
+        try:
+            return str(futures[topic].result(TIMEOUT_S).topic_id)
+        except KafkaException as exc:
+            raise LogError(f"cannot describe topic {topic}: {exc}") from exc
+
+    def topic_setting(self, topic: str, name: str) -> str | None:
+        """The value of one of the topic's settings (its own, else the broker's default)."""
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            entries = self._client.describe_configs(
+                [resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
+        except KafkaException as exc:
+            raise LogError(f"cannot read the settings of topic {topic}: {exc}") from exc
+        entry = entries.get(name)
+        return None if entry is None or entry.value is None else str(entry.value)
 
     def end_offset(self, topic: str, partition: int) -> int:
         """The high watermark of one partition."""

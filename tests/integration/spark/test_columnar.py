@@ -1,8 +1,8 @@
-"""Columnar companions of the file log (``cdc log columnar``) against PostgreSQL through
-the real capture: the replay jobs give the same rows and checksums from the companions as
-from the segments' JSON lines — after a schema change, with a companion damaged, and
-after ``cdc log columnar`` was killed while writing one. One column's name holds a dot, a
-space and backticks (Spark SQL quotes names in backticks)."""
+"""Columnar companions (``cdc log columnar``) against PostgreSQL through the real capture:
+the replay jobs give the same rows and checksums from the companions as from the file log's
+JSON lines, or from the chunks of a Kafka log as from Kafka — after a schema change, with a
+companion damaged, and after ``cdc log columnar`` was killed while writing one. One
+column's name holds a dot, a space and backticks (Spark SQL quotes names in backticks)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import psycopg
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
 from psycopg.rows import dict_row
 from pyspark.sql import SparkSession
 
@@ -35,7 +38,12 @@ from spark_pipelines.companions import (
     sealed,
 )
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
-from tests.integration.spark.test_replay_materialize import current_lsn, replay, wait_captured
+from tests.integration.spark.test_replay_materialize import (
+    copy_to_kafka,
+    current_lsn,
+    replay,
+    wait_captured,
+)
 
 pytestmark = pytest.mark.integration
 __all__ = ["capture_env", "run_capture"]
@@ -89,32 +97,41 @@ def workload(env: CaptureEnv, rng: random.Random, transactions: int, first_id: i
                         ids.remove(target)
 
 
-def columnar(env: CaptureEnv) -> str:
+def columnar(env: CaptureEnv, *options: str, config: Path | None = None) -> str:
     """Run ``cdc log columnar`` in process (the test's Spark session); its output."""
-    result = CliRunner().invoke(main, ["log", "columnar", "-c", str(env.config_path)])
+    result = CliRunner().invoke(main, ["log", "columnar", "-c",
+                                       str(config or env.config_path), *options])
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
 
 
-def columnar_killed_at(env: CaptureEnv, crash_point: str) -> None:
+def columnar_killed_at(env: CaptureEnv, crash_point: str, *options: str,
+                       config: Path | None = None) -> None:
     """Run ``cdc log columnar`` in its own process, killed (SIGKILL) at ``crash_point``."""
     result = subprocess.run(
-        [sys.executable, "-m", "cdc.cli", "log", "columnar", "-c", str(env.config_path)],
+        [sys.executable, "-m", "cdc.cli", "log", "columnar", "-c",
+         str(config or env.config_path), *options],
         env={**os.environ, "DISTRIBUTARY_CRASH_AT": crash_point},
         capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == -9, (result.returncode, result.stdout, result.stderr[-3000:])
 
 
-def outputs(spark: SparkSession, env: CaptureEnv, out: Path,
-            as_of: str) -> tuple[dict[str, Any], list[Any], list[Any]]:
-    """Checksums of materialize and state-as-of, and the rows each wrote."""
-    now = replay("materialize", "-c", str(env.config_path), "--tables", TABLE,
-                 "--output", str(out))
-    past = replay("state-as-of", "-c", str(env.config_path), "--tables", TABLE,
+Outputs = tuple[dict[str, Any], list[Any], list[Any]]
+
+
+def outputs(spark: SparkSession, env: CaptureEnv, out: Path, as_of: str | None,
+            config: Path | None = None) -> Outputs:
+    """Checksums of materialize and state-as-of, and the rows each wrote (the pipeline
+    file ``config``, else the capture's); ``as_of`` None: materialize only."""
+    config = config or env.config_path
+    now = replay("materialize", "-c", str(config), "--tables", TABLE, "--output", str(out))
+    rows = sorted(map(tuple, spark.read.parquet(str(out / TABLE)).collect()), key=str)
+    if as_of is None:
+        return {"now": now[TABLE]}, rows, []
+    past = replay("state-as-of", "-c", str(config), "--tables", TABLE,
                   "--output", str(out), "--as-of", as_of)
     as_of_dir = out / f"as_of_{as_of.replace('/', '_')}" / TABLE
-    return ({"now": now[TABLE], "past": past[TABLE]},
-            sorted(map(tuple, spark.read.parquet(str(out / TABLE)).collect()), key=str),
+    return ({"now": now[TABLE], "past": past[TABLE]}, rows,
             sorted(map(tuple, spark.read.parquet(str(as_of_dir)).collect()), key=str))
 
 
@@ -270,3 +287,89 @@ def descendants(pid: int) -> dict[int, str]:
                 found[child] = command
                 frontier.append(child)
     return found
+
+
+def kafka_configs(env: CaptureEnv, tmp_path: Path, bootstrap: str,
+                  prefix: str) -> tuple[Path, Path]:
+    """Pipeline files for the Kafka copy of the log: without companions, and with them
+    under ``tmp_path / "chunks"``."""
+    text = (f"source:\n  dsn: {env.dsn}\n  slot: {env.slot}\n  publication: {env.slot}\n"
+            f"log:\n  backend: kafka\n  bootstrap_servers: [{bootstrap}]\n"
+            f"  topic_prefix: {prefix}\n")
+    plain, chunked = tmp_path / "kafka.yaml", tmp_path / "kafka-chunks.yaml"
+    plain.write_text(text)
+    chunked.write_text(text + f"  columnar_path: {tmp_path / 'chunks'}\n")
+    return plain, chunked
+
+
+def test_replay_reads_the_same_from_kafka_chunks_as_from_kafka(
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: SparkSession,
+        tmp_path: Path, kafka_bootstrap: str, unique_name: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A Kafka log's companions (chunks of offsets under ``log.columnar_path``) give the
+    jobs the same rows and checksums as Kafka alone: after a schema change, a kill on the
+    way, a damaged chunk, and retention removing records below and inside chunks."""
+    env = capture_env
+    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
+            'at timestamptz, doc jsonb, tags text[], "Odd `Name`.x" text, body text)',
+            "ALTER TABLE orders ALTER COLUMN body SET STORAGE EXTERNAL")
+    run_capture()
+    rng = random.Random(20261130)
+    workload(env, rng, 25, 1)
+    as_of = format_lsn(current_lsn(env))
+    wait_captured(env, current_lsn(env))
+    copied = copy_to_kafka(env, kafka_bootstrap, unique_name, table="orders")
+    plain, chunked = kafka_configs(env, tmp_path, kafka_bootstrap, unique_name)
+    topic = f"{unique_name}.public.orders"
+    chunks = tmp_path / "chunks"
+    assert "written=" in columnar(env, "--chunk-offsets", "20", config=chunked)
+    early = len(list(chunks.rglob("*.json")))
+    assert early >= 3
+
+    env.sql("ALTER TABLE orders ADD COLUMN extra int")
+    workload(env, rng, 25, 1000, extra=True)
+    wait_captured(env, current_lsn(env))
+    copy_to_kafka(env, kafka_bootstrap, unique_name, copied, table="orders")
+    want = outputs(spark, env, tmp_path / "kafka", as_of, plain)
+    assert want[0]["now"][0] > 0
+    want_now: Outputs = ({"now": want[0]["now"]}, want[1], [])  # materialize alone
+    assert outputs(spark, env, tmp_path / "early-chunks", None, chunked) == want_now
+
+    # killed between a chunk's file and its manifest (the same steps as the file log's
+    # companions): the chunk is never read, and the next round writes it again
+    columnar_killed_at(env, "columnar.before_manifest:2", "--chunk-offsets", "20",
+                       config=chunked)
+    report = columnar(env, "--chunk-offsets", "20", config=chunked)
+    assert f"{topic}: written=" in report and " removed=1 " in report, report
+    manifests = sorted(chunks.rglob("*.json"))
+    assert len(manifests) >= early + 3
+    assert not any(p.name.startswith(".tmp-") for p in chunks.rglob("*")), "leftovers"
+    assert outputs(spark, env, tmp_path / "chunks-out", as_of, chunked) == want
+
+    # a damaged chunk is passed over (and said so): Kafka from there on
+    parquet = manifests[-1].with_suffix(".parquet")  # partition 2: 0 is trimmed below
+    data = bytearray(parquet.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    parquet.write_bytes(bytes(data))
+    with caplog.at_level("WARNING"):
+        assert outputs(spark, env, tmp_path / "damaged", None, chunked) == want_now
+    assert any("is damaged" in r.getMessage() for r in caplog.records)
+
+    # retention: partition 0 keeps its records from inside its second chunk on
+    partition0 = sorted(chunks.rglob("partition=0/*.json"))
+    second = orjson.loads(partition0[1].read_bytes())
+    delete_records(kafka_bootstrap, topic, 0, second["start"] + 1)
+    trimmed = outputs(spark, env, tmp_path / "trimmed", None, plain)
+    assert trimmed != want_now
+    assert outputs(spark, env, tmp_path / "trimmed-chunks", None, chunked) == trimmed
+    report = columnar(env, "--chunk-offsets", "20", config=chunked)
+    assert not partition0[0].exists() and partition0[1].exists(), report
+
+
+def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
+    """Kafka's retention by hand: remove the partition's records below ``before``."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records([KafkaTopicPartition(topic, partition, before)],
+                                   request_timeout=30)
+    for future in futures.values():
+        assert future.result(30).low_watermark == before

@@ -147,7 +147,8 @@ def test_materialize_and_state_as_of_equal_postgresql(
 
 
 def copy_to_kafka(env: CaptureEnv, bootstrap: str, prefix: str,
-                  copied: dict[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
+                  copied: dict[tuple[str, int], int] | None = None,
+                  table: str = "items") -> dict[tuple[str, int], int]:
     """Every record of the table's topic and the schema topic, into Kafka topics under
     ``prefix`` (keys, values, positions and tombstones as they are); with ``copied`` (what
     an earlier call returned: records per topic and partition), only those after them."""
@@ -156,7 +157,7 @@ def copy_to_kafka(env: CaptureEnv, bootstrap: str, prefix: str,
     source = FileLog(env.log_dir)
     target = KafkaLog([bootstrap])
     try:
-        for topic in (env.topic("items"), f"{env.slot}._schemas"):
+        for topic in (env.topic(table), f"{env.slot}._schemas"):
             consumer = source.consumer(f"copy-{time.monotonic_ns()}", topics=[topic],
                                        start=StartAt.earliest())
             records = []

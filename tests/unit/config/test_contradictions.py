@@ -104,13 +104,20 @@ def test_a_table_topic_cannot_be_an_internal_topic(load_problems: LoadProblems,
         load_problems(text), "log.topic_names['public.orders']")
 
 
-def test_columnar_companions_need_a_file_log(load_problems: LoadProblems,
-                                             load_valid: Callable[[str], PipelineConfig]
-                                             ) -> None:
+def test_columnar_companions_need_a_directory(load_problems: LoadProblems,
+                                              load_valid: Callable[[str], PipelineConfig]
+                                              ) -> None:
     kafka = variant(FILE_LOG, "  backend: kafka\n  bootstrap_servers: [k:9092]")
     problem = problem_at(load_problems(kafka + "spark:\n  columnar_every: 60s\n"),
                          "spark.columnar_every")
-    assert "written for the file log" in problem
+    assert "set log.columnar_path" in problem
+    with_path = variant(FILE_LOG, "  backend: kafka\n  bootstrap_servers: [k:9092]\n"
+                        "  columnar_path: /data/columnar")
+    on_kafka = load_valid(with_path + "spark:\n  columnar_every: 60s\n")
+    assert on_kafka.log.columnar_path is not None
+    file_problem = problem_at(load_problems(variant(FILE_LOG, FILE_LOG + "\n  columnar_path: /c")),
+                              "log.columnar_path")
+    assert "only used when backend is 'kafka'" in file_problem
     config = load_valid(VALID + "spark:\n  columnar_every: 90s\n")
     assert config.spark.columnar_every is not None
     assert config.spark.columnar_every.total_seconds() == 90
