@@ -180,8 +180,8 @@ def print_summary(run: ReplayRun, title: str, results: list[TableResult]) -> Non
 
 @click.group("replay")
 def replay() -> None:
-    """Spark jobs over the log: materialize, state-as-of, rebuild-search, rebuild-cache,
-    aggregates.
+    """Spark jobs over the log: materialize, state-as-of, versions, rebuild-search,
+    rebuild-cache, aggregates.
 
     Example: cdc replay materialize -c pipeline.yaml --tables public.orders
     """
@@ -207,8 +207,9 @@ def materialize(config_path: Path, master: str | None, tables: tuple[str, ...],
     """
     if table_format == "delta" and as_of is not None:
         raise click.UsageError("--as-of with --format delta: a Delta table keeps its own "
-                               "history; read an older state with Delta's versionAsOf or "
-                               "timestampAsOf, or write Parquet with state-as-of")
+                               "history; `cdc replay versions --as-of` names the version to "
+                               "read with Delta's versionAsOf, or write Parquet with "
+                               "state-as-of")
     if every is not None and table_format != "delta":
         raise click.UsageError("--every needs --format delta (a Parquet dataset is written "
                                "whole by each run)")
@@ -249,6 +250,39 @@ def _keep_delta_tables(run: ReplayRun, every: float | None) -> None:
                     log.info("lakehouse: %s: rows=%d checksum=%s", result.warnings[-1],
                              result.rows, result.checksum)
         stop.wait(every)
+
+
+@replay.command("versions")
+@_job_options
+@_as_of_option(required=False)
+def versions_command(config_path: Path, master: str | None, tables: tuple[str, ...],
+                     output: Path | None, progress: bool, as_of: str | None) -> None:
+    """The versions of each table's Delta table (materialize --format delta), newest first,
+    with the log position each reached; with --as-of, the newest at or before it.
+
+    Read one with Delta's versionAsOf; it holds the state as of its own LSN (for the state
+    at an LSN between two versions: state-as-of).
+
+    Example: cdc replay versions -c pipeline.yaml --tables public.orders --as-of 0/1A2B3C4
+    """
+    from .lakehouse import describe_version, version_at, versions
+
+    with _replay(config_path, master, tables, output, progress, "versions", as_of,
+                 delta=True) as run:
+        chosen = run.tables()
+        lsn = run.resolve_as_of(as_of, chosen) if as_of else None
+        for history in chosen:
+            target = run.output / history.name
+            known = versions(run.spark, target)
+            if lsn is not None:
+                at = version_at(known, lsn)
+                known = [at] if at is not None else []
+            for version in known:
+                click.echo(f"{history.name}: {describe_version(version)} path={target}")
+            if not known:
+                run.console.print(f"[yellow]warning[/]: {history.name}: no Delta version "
+                                  + (f"at or before {format_lsn(lsn)} " if lsn else "")
+                                  + f"at {target}")
 
 
 @replay.command("state-as-of")

@@ -42,6 +42,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc.capture.lsn import format_lsn
 from cdc.crashpoints import crash_point
 
 from .checksum import spark_checksum
@@ -132,6 +133,21 @@ def versions(spark: SparkSession, target: Path | str, limit: int | None = None
     return [Version(int(row["version"]), str(row["timestamp"]),
                     LogPosition.from_json(row["userMetadata"]))
             for row in history.select("version", "timestamp", "userMetadata").collect()]
+
+
+def version_at(known: list[Version], lsn: int) -> Version | None:
+    """The newest of ``known`` whose log position is at or before ``lsn`` (it holds the
+    state as of its own LSN: changes after it, up to ``lsn``, are in later versions)."""
+    at_or_before = [v for v in known if v.position is not None and v.position.lsn <= lsn]
+    return max(at_or_before, key=lambda v: v.version, default=None)
+
+
+def describe_version(version: Version) -> str:
+    """One line about a commit: its version, the LSN and offsets it reached, its time."""
+    position = version.position
+    reached = (f"lsn={format_lsn(position.lsn)} offsets={_offsets(position.ends)}"
+               if position is not None else "lsn=unknown (a commit of another writer)")
+    return f"version={version.version} {reached} committed={version.timestamp}"
 
 
 def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHistory,

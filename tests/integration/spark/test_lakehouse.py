@@ -128,6 +128,12 @@ def test_delta_table_follows_the_log_exactly(
     past = replay("state-as-of", "-c", str(env.config_path), "--tables", TABLE,
                   "--output", str(tmp_path / "parquet"), "--as-of", as_of)
     assert past[TABLE] == first
+    named = subprocess.run(
+        [sys.executable, "-m", "cdc.cli", "replay", "versions", "-c", str(env.config_path),
+         "--tables", TABLE, "--output", str(out), "--as-of", as_of, "--master", "local[1]",
+         "--no-progress"], capture_output=True, text=True, timeout=600, check=False)
+    assert named.returncode == 0, named.stdout + named.stderr[-3000:]
+    assert named.stdout.startswith(f"{TABLE}: version=0 lsn={as_of} offsets="), named.stdout
 
     # killed before the MERGE: nothing committed; killed right after it: committed once
     workload(env, rng, 10, 4000, with_note=False)

@@ -4,7 +4,15 @@ incremental, and Delta's settings added to a pipeline's Spark conf."""
 from __future__ import annotations
 
 from spark_pipelines.columns import Column, TableColumns
-from spark_pipelines.lakehouse import DELTA_PACKAGE, LogPosition, why_write_whole, with_delta
+from spark_pipelines.lakehouse import (
+    DELTA_PACKAGE,
+    LogPosition,
+    Version,
+    describe_version,
+    version_at,
+    why_write_whole,
+    with_delta,
+)
 from spark_pipelines.state import TableHistory
 
 TOPIC = "app.public.items"
@@ -54,3 +62,17 @@ def test_delta_is_added_to_the_pipelines_own_settings() -> None:
     assert with_delta(settings) == settings  # once is enough
     pinned = with_delta({"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.1"})
     assert pinned["spark.jars.packages"] == "io.delta:delta-spark_2.13:4.0.1"
+
+
+def test_the_version_at_an_lsn_is_the_newest_at_or_before_it() -> None:
+    known = [Version(3, "2026-11-29 05:03:00", LogPosition(TOPIC, {0: 30}, 300, 2)),
+             Version(2, "2026-11-29 05:02:00", None),  # column mapping turned on
+             Version(1, "2026-11-29 05:01:00", LogPosition(TOPIC, {0: 20}, 200, 2)),
+             Version(0, "2026-11-29 05:00:00", LogPosition(TOPIC, {0: 10}, 100, 2))]
+    assert version_at(known, 99) is None
+    assert version_at(known, 100) == known[3]
+    assert version_at(known, 299) == known[2]
+    assert version_at(known, 300) == known[0]
+    assert describe_version(known[2]) == ("version=1 lsn=0/C8 offsets=0:20 "
+                                          "committed=2026-11-29 05:01:00")
+    assert "lsn=unknown" in describe_version(known[1])
