@@ -37,7 +37,7 @@ def _update(spark: SparkSession, config_path: Path, target: Path) -> tuple[float
     config = load_config(config_path)
     source = LogSource.of(config)
     started = time.perf_counter()
-    history = load_histories(spark, source)[TABLE]
+    history = load_histories(source)[TABLE]
     result = update_lakehouse(spark, source, history, target)
     return time.perf_counter() - started, f"rows={result.rows} {result.warnings[-1]}"
 

@@ -178,7 +178,7 @@ def main() -> None:
                 "spark.local.dir": str(workdir / "spark-tmp")}
         with OpenSearchServer() as search_server, RedisServer() as redis_server, \
                 spark_session("local[2]", conf, app_name="bench-rebuild") as spark:
-            history = load_histories(spark, source)[TABLE]
+            history = load_histories(source)[TABLE]
             ends = source.end_offsets(TOPIC)
             state = spread(text_state(spark, source, history, ends, with_deletes=True)
                            .where(F.col(OP_COLUMN) != "t")).persist(StorageLevel.MEMORY_AND_DISK)

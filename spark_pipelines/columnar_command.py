@@ -53,7 +53,7 @@ def one_round(spark: SparkSession, source: LogSource, wanted: tuple[str, ...],
               chunk_offsets: int = DEFAULT_CHUNK_OFFSETS) -> None:
     """Write the missing companions of every chosen table's topic, a line per topic
     (``quiet``: only for topics where something was written, removed or left waiting)."""
-    chosen = select_tables(load_histories(spark, source), wanted, configured)
+    chosen = select_tables(load_histories(source), wanted, configured)
     for topic in topics_to_convert(source, chosen):
         clashes = case_clashes(topic.columns)
         if clashes:

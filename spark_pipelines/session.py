@@ -30,6 +30,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
+from .class_archive import with_class_archive
+
 COMMON_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -94,7 +96,7 @@ def spark_session(master: str, conf: Mapping[str, object], *, app_name: str,
     if not is_local(master) and "spark.driver.host" in settings:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver's UI binds to it
     settings.update(conf)
-    settings = with_quiet_driver(settings)
+    settings = with_class_archive(with_quiet_driver(settings))
     if jars:
         settings["spark.jars"] = ",".join(str(jar) for jar in jars)
     for key, value in settings.items():

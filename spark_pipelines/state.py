@@ -46,10 +46,10 @@ class TableHistory:
         return known.columns if known is not None else self.newest.columns
 
 
-def load_histories(spark: SparkSession, source: LogSource) -> dict[str, TableHistory]:
+def load_histories(source: LogSource) -> dict[str, TableHistory]:
     """``schema.table`` → its schema history, from the schema topic."""
     histories: dict[str, TableHistory] = {}
-    for value in source.schema_values(spark):
+    for value in source.schema_values():
         columns = table_columns(orjson.loads(value))
         history = histories.setdefault(columns.name, TableHistory(columns))
         history.versions[columns.version] = columns

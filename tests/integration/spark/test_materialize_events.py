@@ -63,7 +63,7 @@ def test_row_schema_from_the_schema_topic(tmp_path: Path, spark: SparkSession) -
     log.producer().append([Record("app._schemas", b'"public.docs"', orjson.dumps(v))
                            for v in versions])
     log.close()
-    history = load_histories(spark, LogSource("file", "app", tmp_path / "log"))["public.docs"]
+    history = load_histories(LogSource("file", "app", tmp_path / "log"))["public.docs"]
     assert history.newest.version == 2
     assert history.newest.typed_schema() == StructType([
         StructField("id", LongType()), StructField("price", DecimalType(12, 2)),

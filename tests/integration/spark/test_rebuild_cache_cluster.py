@@ -55,7 +55,7 @@ connectors:
     workload(env, random.Random(21), 30, 1, with_note=False)
     wait_captured(env, current_lsn(env))
     source = LogSource.of(config)
-    history = load_histories(spark, source)["public.items"]
+    history = load_histories(source)["public.items"]
     client = RedisCluster.from_url(redis_cluster.urls[0])
     try:
         cached = rebuild_cache_table(spark, source, history, cache_config)

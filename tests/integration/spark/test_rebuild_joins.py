@@ -213,7 +213,7 @@ connectors:
 
     # the catch-up: what was appended since the noted end offsets, through the real alias
     source = LogSource.of(load_config(config_path))
-    tables = JoinedTables.of(view, load_histories(spark, source), source)
+    tables = JoinedTables.of(view, load_histories(source), source)
     noted = note_ends(source, tables)
     write_log(tmp_path / "log", prefix, [
         ("customers", "u", {"id": 1, "name": "customer one", "tier": "gold"}),

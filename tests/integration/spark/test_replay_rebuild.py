@@ -258,7 +258,7 @@ def test_rebuilds_write_from_the_tasks_and_catch_up_from_the_noted_offsets(
     wait_captured(env, current_lsn(env))
     source = LogSource.of(config)
     topic = env.topic("items")
-    history = load_histories(spark, source)[TABLE]
+    history = load_histories(source)[TABLE]
     client = OpenSearch(hosts=[opensearch_url])
     cache = redis.Redis.from_url(redis_url)
     alias = f"{unique_name}_flagged"
