@@ -17,6 +17,7 @@ from spark_pipelines.session import (
     SHIPPED_PACKAGES,
     defaults_for,
     package_zip,
+    with_batch_gc,
     with_quiet_driver,
 )
 
@@ -55,6 +56,16 @@ def test_the_driver_logs_errors_only_unless_the_pipeline_configures_log4j2() -> 
     assert "rootLogger.level = error" in LOG4J2_CONFIG.read_text()
     own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/mine.xml"}
     assert with_quiet_driver(own) == own
+
+
+def test_the_driver_gets_the_parallel_collector_unless_the_pipeline_chooses_one() -> None:
+    assert with_batch_gc({})["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC"
+    settings = with_batch_gc({"spark.driver.extraJavaOptions": "-Xss4m", "a": "b"})
+    assert settings == {"spark.driver.extraJavaOptions": "-Xss4m -XX:+UseParallelGC",
+                        "a": "b"}
+    for own in ("-XX:+UseG1GC", "-Xss4m -XX:+UseZGC -Xmx2g", "-XX:+UseShenandoahGC"):
+        assert with_batch_gc({"spark.driver.extraJavaOptions": own}) == \
+            {"spark.driver.extraJavaOptions": own}
 
 
 def test_a_line_that_is_not_a_log_record_is_a_warning_unless_it_says_error(
