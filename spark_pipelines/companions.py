@@ -52,8 +52,17 @@ class SegmentStamp:
             return cls(size, zlib.crc32(file.read(STAMP_TAIL_BYTES)))
 
 
+class JsonManifest:
+    """A manifest dataclass written as JSON (its fields, by name)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True, slots=True)
-class Manifest:
+class Manifest(JsonManifest):
     """What a companion was written from, and what it is."""
 
     segment: SegmentStamp
@@ -62,9 +71,6 @@ class Manifest:
     companion_crc: int
     columns: tuple[str, ...]  # the row columns ``before``/``after`` hold
     format: int = FORMAT
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> Manifest:

@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from cdc.log.file.names import topic_dir_name
 
-from .companions import file_crc
+from .companions import JsonManifest, file_crc
 
 FORMAT = 1
 
@@ -45,7 +45,7 @@ class Chunk:
 
 
 @dataclass(frozen=True, slots=True)
-class ChunkManifest:
+class ChunkManifest(JsonManifest):
     """What a chunk was read from, and what it is."""
 
     topic_id: str
@@ -56,9 +56,6 @@ class ChunkManifest:
     companion_crc: int
     columns: tuple[str, ...]  # the row columns ``before``/``after`` hold
     format: int = FORMAT
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> ChunkManifest:

@@ -57,6 +57,13 @@ def small_segments(env: CaptureEnv) -> None:
     env.config_path.write_text(env.config_path.read_text() + "  segment_bytes: 16KiB\n")
 
 
+def create_orders(env: CaptureEnv) -> None:
+    """The table the workload changes (``body`` TOASTed out of line, uncompressed)."""
+    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
+            'at timestamptz, doc jsonb, tags text[], "Odd `Name`.x" text, body text)',
+            "ALTER TABLE orders ALTER COLUMN body SET STORAGE EXTERNAL")
+
+
 def workload(env: CaptureEnv, rng: random.Random, transactions: int, first_id: int,
              extra: bool = False) -> None:
     """Inserts, updates (some leaving the TOASTed ``body`` unchanged) and deletes, waiting
@@ -156,9 +163,7 @@ def test_replay_reads_the_same_from_companions_as_from_json(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     env = capture_env
     small_segments(env)
-    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
-            'at timestamptz, doc jsonb, tags text[], "Odd `Name`.x" text, body text)',
-            "ALTER TABLE orders ALTER COLUMN body SET STORAGE EXTERNAL")
+    create_orders(env)
     run_capture()
     rng = random.Random(20261129)
     workload(env, rng, 40, 1)
@@ -310,9 +315,7 @@ def test_replay_reads_the_same_from_kafka_chunks_as_from_kafka(
     jobs the same rows and checksums as Kafka alone: after a schema change, a kill on the
     way, a damaged chunk, and retention removing records below and inside chunks."""
     env = capture_env
-    env.sql("CREATE TABLE orders (id bigint PRIMARY KEY, status text, amount numeric(14,2), "
-            'at timestamptz, doc jsonb, tags text[], "Odd `Name`.x" text, body text)',
-            "ALTER TABLE orders ALTER COLUMN body SET STORAGE EXTERNAL")
+    create_orders(env)
     run_capture()
     rng = random.Random(20261130)
     workload(env, rng, 25, 1)
