@@ -196,14 +196,6 @@ class LogSource:
                .load())
         return kafka_columns(raw, value_type)
 
-    def schema_values(self) -> list[bytes]:
-        """Every record value of the schema topic (JSON), read by the log's own reader: a
-        record per table and schema version, not worth a Spark job."""
-        from .log_range import read_range
-
-        ends = self.end_offsets(self.schema_topic)
-        return [message.value for message in read_range(self, self.schema_topic, {}, ends)
-                if not message.tombstone]
 
 
 def kafka_columns(raw: DataFrame, value_type: DataType) -> DataFrame:

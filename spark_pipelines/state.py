@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from .columns import Column, TableColumns, table_columns
+from .log_range import read_range
 from .materialize import current_state, event_type
 from .source import EndOffsets, LogSource
 
@@ -47,10 +48,14 @@ class TableHistory:
 
 
 def load_histories(source: LogSource) -> dict[str, TableHistory]:
-    """``schema.table`` → its schema history, from the schema topic."""
+    """``schema.table`` → its schema history, from the schema topic (read by the log's own
+    reader: a record per table and schema version, not worth a Spark job)."""
     histories: dict[str, TableHistory] = {}
-    for value in source.schema_values():
-        columns = table_columns(orjson.loads(value))
+    ends = source.end_offsets(source.schema_topic)
+    for message in read_range(source, source.schema_topic, {}, ends):
+        if message.tombstone:
+            continue
+        columns = table_columns(orjson.loads(message.value))
         history = histories.setdefault(columns.name, TableHistory(columns))
         history.versions[columns.version] = columns
         if columns.version >= history.newest.version:
