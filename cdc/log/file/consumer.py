@@ -2,8 +2,8 @@
 
 Work follows activity, not the number of topics: the member keeps the partitions that
 may have unread records in ``_dirty`` (filled from the doorbells of ``notify``), and a
-poll reads only those. Readers open their segment on first read and share the log's
-bounded pool of open files.
+poll reads only those, each an equal share of the poll (``_read``). Readers open their
+segment on first read and share the log's bounded pool of open files.
 
 A commit is written to the group's journal at once (every member and process sees it)
 and fsynced within ``offsets_sync_s`` (by a later commit or poll), when a partition is
@@ -212,16 +212,34 @@ class FileConsumer:
             self._watcher.wait(min(remaining, REBALANCE_EVERY_S))
 
     def _read(self, max_records: int) -> list[Message]:
+        """Up to ``max_records`` from the dirty partitions, shared out fairly: each round
+        gives every dirty partition an equal share of the room left, so a partition with a
+        backlog (a large transaction on one table) cannot hold back a small one's next
+        records for whole polls. A read that fails (a damaged segment) after others
+        succeeded returns what they read; the partition stays dirty and fails the next
+        poll."""
         out: list[Message] = []
-        for tp in list(self._dirty):
-            batch = self._readers[tp].read(max_records - len(out))
-            del self._dirty[tp]
-            if batch:
-                self._dirty[tp] = None  # more may follow: read again, after the others
-                out.extend(batch)
-                self._delivered[tp] = batch[-1].offset + 1
-                if len(out) >= max_records:
+        while self._dirty and len(out) < max_records:
+            share = -(-(max_records - len(out)) // len(self._dirty))  # rounded up
+            read_any = False
+            for tp in list(self._dirty):
+                room = min(share, max_records - len(out))
+                if room <= 0:
                     break
+                try:
+                    batch = self._readers[tp].read(room)
+                except Exception:
+                    if out:  # what came before a bad record first; the next poll raises
+                        return out
+                    raise
+                del self._dirty[tp]
+                if batch:
+                    self._dirty[tp] = None  # more may follow: read again, after the others
+                    out.extend(batch)
+                    self._delivered[tp] = batch[-1].offset + 1
+                    read_any = True
+            if not read_any:
+                break
         return out
 
     def _drop_excess(self) -> None:

@@ -112,3 +112,23 @@ def test_admin_reports_offsets_and_lag(log_dir: Path) -> None:
     assert sum(lag.lag for lag in admin.group_lag("g")) == 10
     assert admin.groups() == ["g"]
     log.close()
+
+
+def test_a_poll_shares_out_its_room_among_partitions_with_records(log_dir: Path) -> None:
+    """A backlog in one topic (a large transaction) leaves room in every poll for the
+    next records of the others."""
+    log = FileLog(log_dir, FileLogSettings(default_partitions=1))
+    big, small = "app.public.a_big", "app.public.z_small"
+    producer = log.producer()
+    producer.append(records(range(2_000), topic=big) + records(range(3), topic=small))
+    consumer = log.consumer("reader", topics=[big, small], start=StartAt.earliest())
+    first = consumer.poll(500, timeout=1.0)
+    assert len(first) == 500
+    assert [orjson.loads(m.key)["id"] for m in first if m.topic == small] == [0, 1, 2]
+    rest = []
+    while batch := consumer.poll(500, timeout=0.3):
+        rest.extend(batch)
+    assert [orjson.loads(m.key)["id"] for m in first + rest if m.topic == big] == \
+        list(range(2_000))
+    consumer.close()
+    log.close()
