@@ -46,7 +46,10 @@ class RetentionConfig(ConfigModel):
 class CompactionConfig(ConfigModel):
     """Keep only the newest event per key in closed segments."""
 
-    interval: Duration = Field(default=timedelta(minutes=10), description="how often to compact")
+    interval: Duration = Field(
+        default=timedelta(minutes=10),
+        description="how often to compact (each round runs in a child process of the "
+                    "capture, at a lower CPU priority)")
     min_dirty_ratio: float = Field(default=0.5, gt=0, le=1,
                                    description="compact when this share of a log is stale")
 

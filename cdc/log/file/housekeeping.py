@@ -9,10 +9,13 @@ thousands of partitions never stalls an append; compaction runs every
 readers take the gaps compaction leaves at a segment's end for what they are, not for a
 truncated file). Topics that keep their history (``history``) are never touched.
 
-Scheduled compaction runs on a thread of its own, never in the append: it reads whole
-partitions, and a capture waiting on it stalled for seconds (``make soak``'s lag spikes
-every interval). It rewrites closed segments only; retention leaves the partition being
-compacted alone until it is done (a segment removed under a rewrite would come back).
+Scheduled compaction is never in the append: it reads whole partitions, and a capture
+waiting on it stalled for seconds (``make soak``'s lag spikes every interval). A thread of
+its own drives a child process that does the reading (``compaction_child``: the capture
+keeps its interpreter lock and its memory), one partition at a time. It rewrites closed
+segments only; retention leaves the partition being compacted alone until it is done (a
+segment removed under a rewrite would come back). ``compact`` (``cdc log compact``, tests)
+compacts in the calling thread.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from ..history import keeps_history
 from ..records import TopicPartition
-from .compaction import compact_partition
+from .compaction import CompactionResult, compact_partition
+from .compaction_child import CompactionChild
 from .directory import FileLogSettings
 from .retention import apply_retention
 from .topics import TopicMeta, read_meta, write_meta
@@ -37,6 +42,64 @@ RETENTION_CHECK_S = 30.0  # every partition written is checked this often
 RETENTION_SLICE = 256  # partitions checked at once
 
 Writers = Mapping[TopicPartition, PartitionWriter]
+
+
+class Compactor(Protocol):
+    """Compacts partitions one at a time (``compact_partition``'s arguments), then ends."""
+
+    @property
+    def alive(self) -> bool:
+        """False once it cannot compact any more (a child process that ended)."""
+
+    def compact(self, directory: Path, topic: str, partition: int, *,
+                delete_retention_ms: int, min_dirty_ratio: float) -> CompactionResult: ...
+
+    def close(self) -> None: ...
+
+
+class InThisThread:
+    """A ``Compactor`` that compacts in the calling thread."""
+
+    alive = True
+
+    def compact(self, directory: Path, topic: str, partition: int, *,
+                delete_retention_ms: int, min_dirty_ratio: float) -> CompactionResult:
+        return compact_partition(directory, topic, partition,
+                                 delete_retention_ms=delete_retention_ms,
+                                 min_dirty_ratio=min_dirty_ratio)
+
+    def close(self) -> None:
+        pass
+
+
+class StartedOnFirstUse:
+    """A ``Compactor`` that starts the real one (a child process) only when a partition is
+    to be compacted, and starts it again after it ended."""
+
+    alive = True
+
+    def __init__(self, start: Callable[[], Compactor]) -> None:
+        self._start = start
+        self._compactor: Compactor | None = None
+
+    def compact(self, directory: Path, topic: str, partition: int, *,
+                delete_retention_ms: int, min_dirty_ratio: float) -> CompactionResult:
+        if self._compactor is not None and not self._compactor.alive:
+            self.close()
+        if self._compactor is None:
+            self._compactor = self._start()
+        return self._compactor.compact(directory, topic, partition,
+                                       delete_retention_ms=delete_retention_ms,
+                                       min_dirty_ratio=min_dirty_ratio)
+
+    def close(self) -> None:
+        if self._compactor is not None:
+            compactor, self._compactor = self._compactor, None
+            compactor.close()
+
+
+BACKGROUND_COMPACTOR: Callable[[], Compactor] = CompactionChild
+"""What a scheduled round compacts with (a test may compact in the thread instead)."""
 
 
 class Housekeeping:
@@ -66,7 +129,7 @@ class Housekeeping:
             self._next_compaction = now + self._settings.compaction_interval_ms / 1000
             partitions = [(tp, w.directory) for tp, w in writers.items()]
             self._background = threading.Thread(
-                target=self._compact_partitions, args=(partitions, None),
+                target=self._compact_in_background, args=(partitions,),
                 name="log compaction", daemon=True)
             self._background.start()
 
@@ -113,10 +176,17 @@ class Housekeeping:
         if self._background is not None:
             self._background.join()  # never two compactions of a partition at once
         return self._compact_partitions([(tp, w.directory) for tp, w in writers.items()],
-                                        min_dirty_ratio)
+                                        min_dirty_ratio, InThisThread())
+
+    def _compact_in_background(self, partitions: list[tuple[TopicPartition, Path]]) -> None:
+        compactor = StartedOnFirstUse(BACKGROUND_COMPACTOR)
+        try:
+            self._compact_partitions(partitions, None, compactor)
+        finally:
+            compactor.close()
 
     def _compact_partitions(self, partitions: list[tuple[TopicPartition, Path]],
-                            min_dirty_ratio: float | None) -> int:
+                            min_dirty_ratio: float | None, compactor: Compactor) -> int:
         settings = self._settings
         ratio = settings.min_dirty_ratio if min_dirty_ratio is None else min_dirty_ratio
         removed = 0
@@ -133,7 +203,7 @@ class Housekeeping:
             with self._lock:
                 self._compacting = directory
             try:
-                removed += compact_partition(directory, tp.topic, tp.partition,
+                removed += compactor.compact(directory, tp.topic, tp.partition,
                                              delete_retention_ms=settings.delete_retention_ms,
                                              min_dirty_ratio=ratio).records_removed
             except Exception:  # a background run must not die silently: said, retried later

@@ -101,6 +101,7 @@ def test_scheduled_compaction_runs_beside_the_appends(log_dir: Path,
         return real(directory, *args, **kwargs)
 
     monkeypatch.setattr(housekeeping, "compact_partition", slow)
+    monkeypatch.setattr(housekeeping, "BACKGROUND_COMPACTOR", housekeeping.InThisThread)
     settings = FileLogSettings(default_partitions=1, segment_bytes=600, compact_all_topics=True,
                                compaction_interval_ms=0, retention_bytes=1)
     log = FileLog(log_dir, settings)
