@@ -145,7 +145,7 @@ class LogSource:
         chunks = plan_chunks(self.columnar_path, topic, self.topic_id(topic), wanted)
         for problem in chunks.problems:
             logger.warning("not reading a columnar chunk of %s: %s; reading Kafka instead "
-                        "(cdc log columnar writes it again)", topic, problem)
+                           "(cdc log columnar writes it again)", topic, problem)
         parquet = companion_records(spark, chunks.files, topic_root(self.columnar_path, topic),
                                     chunks.columns, value_type) if chunks.files else None
         if parquet is None:

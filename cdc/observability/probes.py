@@ -119,6 +119,9 @@ class RunnerState(Protocol):
     @property
     def failures(self) -> list[BaseException]: ...
 
+    @property
+    def problem(self) -> str | None: ...
+
 
 class ConnectorsProbe:
     """The connectors' state (once ``attach``-ed) and their lag from the metrics registry."""
@@ -157,6 +160,8 @@ class ConnectorsProbe:
                 parts.append(PartHealth(part, "failed", "failed (see the log)"))
             elif runner.stopping:
                 parts.append(PartHealth(part, "stopping", "stopping"))
+            elif (problem := runner.problem) is not None:
+                parts.append(PartHealth(part, "retrying", problem))
             else:
                 parts.append(PartHealth(part, "running"))
         return parts

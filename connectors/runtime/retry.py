@@ -13,7 +13,9 @@ What is retried:
 
 ``TerminalError`` is never retried: it becomes ``WriteRefusedError`` at once. Every
 retry is logged with the connector, the action, the attempt number, the delay and the
-error.
+error; while a call is retrying, ``Retrier.problem`` says what and why (the connector's
+reason on ``/healthz`` and the status page: a password changed under a running pipeline
+shows there, not only in the log).
 """
 
 from __future__ import annotations
@@ -84,6 +86,13 @@ class Retrier:
         self._sleep: Callable[[float], object] = sleep if sleep is not None else stop.wait
         self._draw = draw
         self._on_retry = on_retry
+        self._failing: dict[int, str] = {}  # thread → what it is retrying, and why
+
+    @property
+    def problem(self) -> str | None:
+        """What a thread is retrying and why (``/healthz``'s reason), until it succeeds."""
+        problems = list(self._failing.values())  # one step: other threads may change it
+        return problems[0] if problems else None
 
     def call(self, action: str, operation: Callable[[], T], *,
              unexpected_attempts: int | None = None) -> T:
@@ -94,6 +103,12 @@ class Retrier:
         """
         unexpected_limit = (self.policy.unexpected_attempts if unexpected_attempts is None
                             else unexpected_attempts)
+        try:
+            return self._call(action, operation, unexpected_limit)
+        finally:
+            self._failing.pop(threading.get_ident(), None)  # succeeded, or gave up
+
+    def _call(self, action: str, operation: Callable[[], T], unexpected_limit: int) -> T:
         attempt = 0
         while True:
             if self._stop.is_set() and attempt:
@@ -128,4 +143,5 @@ class Retrier:
                 extra={"connector": self.connector, "attempt": attempt, "delay_s": delay})
         if self._on_retry is not None:
             self._on_retry()
+        self._failing[threading.get_ident()] = f"retrying {action}: {describe(error)}"
         self._sleep(delay)

@@ -131,6 +131,11 @@ class ConnectorRunner:
 
     # -- state ---------------------------------------------------------------------
     @property
+    def problem(self) -> str | None:
+        """What a worker is retrying and why, while it does."""
+        return self._retrier.problem
+
+    @property
     def failures(self) -> list[BaseException]:
         return [w.failure for w in self._workers if w.failure is not None]
 

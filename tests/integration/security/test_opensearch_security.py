@@ -3,24 +3,36 @@ HTTPS with a certificate of our CA, basic-auth users): the right settings work e
 a refused login, a CA that does not verify the certificate or a host name it does not
 name is a configuration error at start-up naming the ``config.*`` setting (``cdc
 connect``: one line, exit status 2, no password shown); a password that turns wrong after
-the sink has connected is retried, and writing resumes once it is right again."""
+the sink has connected is retried, shown as the connector's reason on ``/healthz``, and
+writing resumes once it is right again."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from opensearchpy import OpenSearch
+import yaml
+from opensearchpy import NotFoundError, OpenSearch
 
 from cdc.errors import ConfigError
+from cdc.log.file import FileLog
+from compose.launcher.base import free_port
 from compose.launcher.opensearch import OpenSearchServer
 from compose.launcher.opensearch_security import BACKEND_ROLE, SecurityOptions
 from connectors.contract import SinkUnavailableError
 from connectors.opensearch import OpenSearchSinkConfig
 from connectors.opensearch.sink import OpenSearchSink
+from tests.integration.connectors.harness import wait_until
+from tests.processes import stop_process
+from tests.unit.connectors.conftest import event_record
 from tests.unit.connectors.sink_events import TableEvents
 
 from .certs import CertificateAuthority
@@ -167,3 +179,67 @@ def test_a_password_changed_mid_run_is_retried(cluster: Cluster) -> None:
     finally:
         opened.close()
     assert set(stored(cluster, "rotated")) == {"1", "2"}
+
+
+def documents(cluster: Cluster, index: str) -> dict[str, Any]:
+    """``stored``, or nothing while the index does not exist yet."""
+    try:
+        return stored(cluster, index)
+    except NotFoundError:
+        return {}
+
+
+def healthz(port: int) -> tuple[int, dict[str, Any]]:
+    """``/healthz`` of a process's endpoint on 127.0.0.1 (no proxy)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            return int(response.status), json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read())
+    except OSError:
+        return 0, {}
+
+
+def test_a_refusal_mid_run_is_the_connectors_reason_on_healthz(cluster: Cluster,
+                                                               tmp_path: Path) -> None:
+    port = free_port()
+    config = connector_pipeline(tmp_path, "search", "opensearch", {
+        "hosts": [cluster.server.url], "username": USER, "password": PASSWORD,
+        "ca_certs": str(cluster.issuer.cert), "index": "reasons", "request_timeout": "10s"})
+    pipeline = yaml.safe_load(config.read_text())
+    pipeline["metrics"] = {"port": port}
+    pipeline["connectors"][0]["retry"] = {"initial_backoff": "100ms", "max_backoff": "500ms"}
+    config.write_text(yaml.safe_dump(pipeline))
+    log = FileLog(tmp_path / "log")
+    log.producer().append([event_record(1, 100, topic="logins.public.t", name="one")])
+    output = (tmp_path / "connect.out").open("wb")
+    connect = subprocess.Popen([sys.executable, "-m", "cdc.cli", "connect", "-c", str(config)],
+                               stdout=output, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: healthz(port)[0] == 200 and "1" in documents(cluster, "reasons"),
+                   timeout=60, what="the first document, and the connector ready")
+        set_password(cluster, WRONG)  # the connector still has the old one
+        try:
+            log.producer().append([event_record(2, 200, topic="logins.public.t", name="two")])
+            seen: list[dict[str, Any]] = []
+
+            def refused_and_said() -> bool:
+                status, body = healthz(port)
+                seen.append(body)
+                return status == 503 and any(
+                    reason.startswith("connector search: retrying write of 1 events: ")
+                    and "401" in reason for reason in body.get("reasons", []))
+
+            wait_until(refused_and_said, timeout=60, what="the 401 as the connector's reason")
+            assert seen[-1]["parts"]["connector search"] == "retrying"
+            assert PASSWORD not in json.dumps(seen) and WRONG not in json.dumps(seen)
+        finally:
+            set_password(cluster, PASSWORD)
+        wait_until(lambda: healthz(port)[0] == 200 and "2" in documents(cluster, "reasons"),
+                   timeout=60, what="writing resumed and the reason gone")
+    finally:
+        stop_process(connect)
+        output.close()
+        log.close()
+    assert PASSWORD not in (tmp_path / "connect.out").read_text()

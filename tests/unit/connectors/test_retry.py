@@ -128,3 +128,20 @@ def test_a_stop_ends_the_retries() -> None:
         Retrier("c1", RetryPolicy(), stop, sleep=sleep).call(
             "write", failing([SinkUnavailableError("down")] * 3))
     assert len(delays) == 1
+
+
+def test_the_problem_being_retried_is_told_until_the_call_ends() -> None:
+    seen: list[str | None] = []
+    retries = Retrier("c1", RetryPolicy(1.0, 8.0), threading.Event(),
+                      sleep=lambda _: seen.append(retries.problem), draw=lambda: 0.5)
+    assert retries.problem is None
+    assert retries.call("write", failing([SinkUnavailableError("HTTP 401 (login refused)"),
+                                          ConnectionError("reset")])) == "ok"
+    assert seen == ["retrying write: SinkUnavailableError: HTTP 401 (login refused)",
+                    "retrying write: ConnectionError: reset"]
+    assert retries.problem is None, "cleared once the write went through"
+    gave_up = Retrier("c1", RetryPolicy(1.0, 8.0, max_attempts=2), threading.Event(),
+                      sleep=lambda _: None)
+    with pytest.raises(RetriesExhaustedError):
+        gave_up.call("write", failing([SinkUnavailableError("x")] * 3))
+    assert gave_up.problem is None, "a call that gave up is the worker's failure instead"

@@ -70,6 +70,7 @@ class FakeRunner:
     group: str
     stopping: bool = False
     failures: list[BaseException] = field(default_factory=list)
+    problem: str | None = None
 
 
 def test_connectors_probe_health_follows_the_runners() -> None:
@@ -84,6 +85,17 @@ def test_connectors_probe_health_follows_the_runners() -> None:
     assert parts["connector search"].state == "failed"
     assert "hunter2" not in str(parts["connector search"])
     assert parts["connector cache"].state == "stopping"
+
+
+def test_a_connector_retrying_its_sink_says_why() -> None:
+    probe = ConnectorsProbe(RuntimeMetrics(), ["search"])
+    search = FakeRunner("search", problem="retrying write: SinkUnavailableError: HTTP 401")
+    probe.attach([search])
+    part = probe.health()[0]
+    assert (part.state, part.problem) == ("retrying",
+                                          "retrying write: SinkUnavailableError: HTTP 401")
+    search.problem = None
+    assert probe.health()[0].ready
 
 
 def test_connectors_probe_sums_lag_over_partitions() -> None:
