@@ -1,5 +1,7 @@
 """Throwaway X.509 material made with the ``openssl`` command: a CA, and certificates it
-signs for the server (SAN 127.0.0.1 and localhost) and for client roles (CN = role)."""
+signs for the server (SAN 127.0.0.1 and localhost) and for client roles (CN = role); and
+a CA's certificate as it would be once expired (the same key and name, its validity over
+in 2020), for the "certificate has expired" case without restarting a server."""
 
 from __future__ import annotations
 
@@ -8,6 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+_EXPIRED_CA = """[ ca ]
+default_ca = expired
+[ expired ]
+database = expired-index.txt
+new_certs_dir = .
+serial = expired-serial
+default_md = sha256
+policy = any
+unique_subject = no
+x509_extensions = authority
+[ any ]
+commonName = supplied
+[ authority ]
+basicConstraints = critical,CA:TRUE
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
+keyUsage = critical,keyCertSign,cRLSign
+"""
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -35,6 +55,22 @@ class CertificateAuthority:
         _openssl("req", "-x509", *_EC, "-keyout", f"{name}.key", "-out", f"{name}.crt",
                  "-days", "2", "-subj", f"/CN={name}", cwd=directory)
         return cls(directory, name)
+
+    def expired(self) -> Path:
+        """This CA's certificate re-issued with the same key and name but a validity that
+        ended in 2020 (``openssl ca -selfsign``: ``req -x509`` takes no start date): a
+        client trusting it meets "certificate has expired", as when a CA runs out."""
+        name = f"{self.name}-expired"
+        (self.directory / f"{name}.cnf").write_text(_EXPIRED_CA)
+        (self.directory / "expired-index.txt").write_text("")
+        (self.directory / "expired-serial").write_text("01\n")
+        _openssl("req", "-new", "-key", self.key.name, "-subj", f"/CN={self.name}", "-out",
+                 f"{name}.csr", cwd=self.directory)
+        _openssl("ca", "-batch", "-config", f"{name}.cnf", "-selfsign", "-keyfile",
+                 self.key.name, "-in", f"{name}.csr", "-out", f"{name}.crt", "-notext",
+                 "-startdate", "20200101000000Z", "-enddate", "20200102000000Z",
+                 cwd=self.directory)
+        return self.directory / f"{name}.crt"
 
     def issue(self, name: str, common_name: str, *, server: bool,
               alt_names: str = "IP:127.0.0.1,DNS:localhost") -> tuple[Path, Path]:

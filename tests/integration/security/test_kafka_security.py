@@ -121,6 +121,12 @@ def test_a_certificate_that_does_not_verify_is_a_config_error(broker: Broker) ->
     assert "did not verify" in text
 
 
+def test_an_expired_ca_certificate_is_a_config_error(broker: Broker) -> None:
+    text = refused(settings(broker, ssl_ca_location=str(broker.issuer.expired())))
+    assert text.startswith("log.ssl_ca_location: Kafka at 127.0.0.1:"), text
+    assert "did not verify" in text
+
+
 def test_a_certificate_for_another_host_is_a_config_error(broker: Broker) -> None:
     cert, key = broker.issuer.issue("elsewhere", "elsewhere", server=True,
                                     alt_names="DNS:kafka.elsewhere.invalid")

@@ -129,6 +129,12 @@ def test_a_certificate_of_another_ca_is_a_config_error(cluster: Cluster) -> None
         sink(cluster, ca=cluster.stranger.cert).open()
 
 
+def test_an_expired_ca_certificate_is_a_config_error(cluster: Cluster) -> None:
+    with pytest.raises(ConfigError, match=f"config.ca_certs: OpenSearch at 127.0.0.1:"
+                       f"{cluster.server.port}: OpenSearch's TLS certificate did not verify"):
+        sink(cluster, ca=cluster.issuer.expired()).open()
+
+
 def test_a_certificate_for_another_host_name_is_a_config_error(cluster: Cluster) -> None:
     # the certificate names 127.0.0.1, not localhost (the same server)
     by_name = f"https://localhost:{cluster.server.port}"

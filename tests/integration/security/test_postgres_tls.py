@@ -162,6 +162,19 @@ def test_a_wrong_ca_fails_clearly(tls: TlsSetup, tmp_path: Path) -> None:
         assert PASSWORD not in done.output
 
 
+def test_an_expired_ca_certificate_stops_the_capture(tls: TlsSetup, tmp_path: Path) -> None:
+    trusted = tls.dsn("cdc_tls", tls.trusted)
+    expired = trusted.replace(f"sslrootcert={tls.trusted.cert}",
+                              f"sslrootcert={tls.trusted.expired()}")
+    config = pipeline(tmp_path, expired, "tls_expired", password=True)
+    capture = cdc("capture", "-c", str(config), timeout=60)  # stops: no retrying
+    assert capture.returncode == 2, capture.stderr
+    assert f"source.dsn: PostgreSQL at 127.0.0.1:{tls.server.port}/tlsdb refused the " \
+           "connection: the server's certificate did not verify: check sslrootcert" \
+        in capture.stderr, capture.stderr
+    assert PASSWORD not in capture.output
+
+
 def test_a_refused_password_or_host_name_stops_the_capture(tls: TlsSetup,
                                                            tmp_path: Path) -> None:
     config = pipeline(tmp_path, tls.dsn("cdc_tls", tls.trusted), "tls_refused",

@@ -103,6 +103,14 @@ def test_a_certificate_that_does_not_verify_is_a_config_error(
     trusted.close()
 
 
+def test_an_expired_ca_certificate_is_a_config_error(
+        tls_redis: tuple[RedisServer, CertificateAuthority, CertificateAuthority]) -> None:
+    server, issuer, _ = tls_redis
+    with pytest.raises(ConfigError, match=f"config.url: Redis at 127.0.0.1:{server.port}: "
+                       "Redis's TLS certificate did not verify"):
+        sink(server, None, url=f"{server.url}?ssl_ca_certs={issuer.expired()}").open()
+
+
 def test_opensearch_over_tls_to_a_plain_http_server_is_a_config_error(
         opensearch_url: str) -> None:
     https = opensearch_url.replace("http://", "https://", 1)
