@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -100,6 +101,7 @@ class CaptureStats:
     events_by_topic: Counter[str] = field(default_factory=Counter)  # streamed, per topic
     decode_fallbacks: DecodeFallbacks = field(default_factory=lambda: FALLBACKS)  # as text
     last_failure: str | None = None  # why the last session ended, until one streams again
+    log_problem: Callable[[], str | None] = lambda: None  # why appends wait (the log's word)
 
 
 def writer_id(config: PipelineConfig) -> str:
@@ -119,6 +121,8 @@ class Capture:
                                                      self.settings.backoff_max_s)
         self.stats = CaptureStats()
         self.producer = event_log.producer(writer_id(config))
+        # a producer that retries inside ``append`` (Kafka) says why while it does
+        self.stats.log_problem = lambda: getattr(self.producer, "problem", None)
         self._next_block_check = 0.0
         self.snapshot_only_done = False
         self._blocked = False

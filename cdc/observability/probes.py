@@ -97,6 +97,10 @@ class CaptureProbe:
             return PartHealth("capture", "stopped", "the capture stopped (see the log)")
         if self._stats.standby:  # ready: standing by is what a replica should do
             return PartHealth("capture", "standby")
+        waiting = self._stats.log_problem()
+        if waiting is not None:
+            return PartHealth("capture", "waiting for the log",
+                              f"appending to the log, retrying: {waiting}")
         if not self._stats.streaming:
             failure = self._stats.last_failure
             if failure is not None:

@@ -50,11 +50,22 @@ class KafkaProducer:
         self._tails: TailReader | None = None
         self.topics: set[str] = set()
         """Every topic this producer appended to (the capture's, for ``block`` checks)."""
+        self.problem: str | None = None
+        """What the client last reported going wrong (a login refused, a broker out of
+        reach) while an append waits, until it ends: ``/healthz``'s reason."""
+        self._appending = False
 
     def _new_client(self) -> Any:
         extra = ({"transactional.id": self._transactional_id}
                  if self._transactional_id is not None else {})
-        return Producer({**self._config, **producer_config(self._limit), **extra})
+        return Producer({**self._config, **producer_config(self._limit), **extra,
+                         "error_cb": self._client_error})
+
+    def _client_error(self, error: KafkaError) -> None:
+        """librdkafka's ``error_cb`` (served while ``append`` flushes or commits): it
+        retries on its own; the error is kept to be shown until the append ends."""
+        if self._appending:
+            self.problem = f"Kafka: {error.str()}"
 
     def claim(self) -> None:
         """Become the only writer with this producer's transactional id (fencing any
@@ -100,10 +111,15 @@ class KafkaProducer:
         topics = {r.topic for r in records}
         self._admin.create_topics(sorted(topics))
         self.topics |= topics
-        if self._transactional_id is not None:
-            self._append_transaction(records)
-            return
-        self._send(records)
+        self._appending = True
+        try:
+            if self._transactional_id is not None:
+                self._append_transaction(records)
+            else:
+                self._send(records)
+        finally:
+            self._appending = False
+            self.problem = None
 
     def _produce_all(self, records: Sequence[Record]) -> None:
         for record in records:

@@ -2,7 +2,8 @@
 PEM certificate): the right settings work end to end; a login, certificate or protocol
 the broker refuses at the first contact is a configuration error naming the ``log.*``
 setting (``cdc capture``/``cdc connect``/``cdc run``: one line, exit status 2, no
-password shown); a password that turns wrong after that is retried."""
+password shown); a password that turns wrong after that is retried, and the producer says
+why meanwhile (the capture's reason on ``/healthz``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from confluent_kafka.admin._scram import (
 from cdc.config.event_log import LogConfig
 from cdc.errors import ConfigError
 from cdc.log.kafka import KafkaLog
+from cdc.log.kafka.producer import KafkaProducer
 from cdc.log.open import open_log
 from cdc.log.records import Record, StartAt
 from compose.launcher.base import free_port
@@ -208,25 +210,32 @@ def test_a_password_that_turns_wrong_mid_run_is_retried(broker: Broker) -> None:
     topic = "secure.rotated"
     log = open_log(LogConfig.model_validate(settings(broker, partitions=1)))
     assert isinstance(log, KafkaLog)
+    producer = log.producer()
+    assert isinstance(producer, KafkaProducer)
     done = threading.Event()
     failure: list[BaseException] = []
 
     def append() -> None:
         try:
-            log.producer().append([Record(topic, b'"late"', b'{"n": 2}')])
+            producer.append([Record(topic, b'"late"', b'{"n": 2}')])
         except BaseException as exc:  # reported by the test
             failure.append(exc)
         done.set()
 
     try:
-        log.producer().append([Record(topic, b'"early"', b'{"n": 1}')])
+        producer.append([Record(topic, b'"early"', b'{"n": 1}')])
+        assert producer.problem is None
         set_password(broker, WRONG)
         time.sleep(6)  # every connection has had to log in again, and failed
         writer = threading.Thread(target=append, daemon=True)
         writer.start()
         assert not done.wait(8), failure  # retried, not failed
+        problem = producer.problem  # what /healthz shows as the capture's reason
+        assert problem is not None and "Authentication failed" in problem, problem
+        assert WRONG not in problem and PASSWORD not in problem
         set_password(broker, PASSWORD)
         assert done.wait(90) and not failure, failure
+        assert producer.problem is None, "cleared once the append went through"
         assert [m.value for m in log.read_to_end(topic)] == [b'{"n": 1}', b'{"n": 2}']
     finally:
         set_password(broker, PASSWORD)

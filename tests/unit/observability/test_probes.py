@@ -65,6 +65,18 @@ def test_capture_probe_names_why_the_capture_is_reconnecting() -> None:
     assert probe.health().ready
 
 
+def test_capture_probe_names_why_appends_to_the_log_wait() -> None:
+    stats = CaptureStats(streaming=True)
+    probe = CaptureProbe(stats, None, lambda: True)
+    assert probe.health().ready
+    stats.log_problem = lambda: "Kafka: SASL authentication error: Authentication failed"
+    health = probe.health()
+    assert (health.state, health.problem) == (
+        "waiting for the log",
+        "appending to the log, retrying: Kafka: SASL authentication error: Authentication "
+        "failed")
+
+
 @dataclass
 class FakeRunner:
     group: str
