@@ -240,3 +240,32 @@ def test_a_password_that_turns_wrong_mid_run_is_retried(broker: Broker) -> None:
     finally:
         set_password(broker, PASSWORD)
         log.close()
+
+
+def test_a_consumer_whose_password_turns_wrong_waits_and_reads_on(broker: Broker) -> None:
+    topic = "secure.read_on"
+    log = open_log(LogConfig.model_validate(settings(broker, partitions=1)))
+    try:
+        log.producer().append([Record(topic, b'"early"', b'{"n": 1}')])
+        consumer = log.consumer("readers", topics=[topic], start=StartAt.earliest())
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while not values and time.monotonic() < deadline:
+            values += [m.value for m in consumer.poll(timeout=1.0)]
+        consumer.commit()
+        set_password(broker, WRONG)
+        try:
+            time.sleep(6)  # every connection has had to log in again, and failed
+            for _ in range(8):  # polls meanwhile: nothing, and no error
+                values += [m.value for m in consumer.poll(timeout=1.0)]
+        finally:
+            set_password(broker, PASSWORD)
+        log.producer().append([Record(topic, b'"late"', b'{"n": 2}')])
+        deadline = time.monotonic() + 90
+        while len(values) < 2 and time.monotonic() < deadline:
+            values += [m.value for m in consumer.poll(timeout=1.0)]
+        consumer.commit()
+        consumer.close()
+        assert values == [b'{"n": 1}', b'{"n": 2}']
+    finally:
+        log.close()
