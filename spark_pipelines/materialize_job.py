@@ -23,7 +23,7 @@ from .checksum import spark_checksum
 from .materialize import POSITION_COLUMNS
 from .source import LogSource
 from .state import TableHistory, text_state
-from .typed import typed_state
+from .typed import KeptAsText, observed_typed_state, typed_state
 
 if TYPE_CHECKING:
     from .task_writes import TaskCounts
@@ -57,9 +57,13 @@ def materialize_tables(spark: SparkSession, source: LogSource, tables: Sequence[
         started = time.perf_counter()
         ends = source.end_offsets(source.topic(history.name))
         state = text_state(spark, source, history, ends, as_of_lsn=as_of_lsn)
-        typed, kept = typed_state(state, history.newest, POSITION_COLUMNS)
+        typed, lost = observed_typed_state(state, history.newest, POSITION_COLUMNS)
         target = output_dir(output, as_of_lsn) / history.name
         typed.write.mode("overwrite").parquet(str(target))
+        kept: list[KeptAsText] = []
+        if lost():  # a value did not fit its type: such columns are written as text
+            typed, kept = typed_state(state, history.newest, POSITION_COLUMNS)
+            typed.write.mode("overwrite").parquet(str(target))
         written = spark.read.parquet(str(target)).drop(*POSITION_COLUMNS)
         rows, checksum = spark_checksum(written)
         spark.catalog.clearCache()
