@@ -13,7 +13,8 @@
     distributary_capture_lag_seconds              now - commit time of the last transaction
                                                   appended (0 once all received is acked)
     distributary_slot_retained_wal_bytes{slot}    WAL the slot makes the server keep
-    distributary_connector_running{connector}     1 while the connector runs
+    distributary_connector_running{connector}     1 while the connector runs (retrying
+                                                  its sink included)
     distributary_ready                            1 when /healthz answers 200
 
 The connector families (``distributary_connector_*``) come from the same registry.
@@ -37,6 +38,7 @@ from .health import PartHealth
 from .probes import CaptureProbe, ConnectorsProbe
 
 P = "distributary_"
+RUNNING_STATES = ("running", "retrying")  # a connector retrying its sink still runs
 TAKEOVER_BUCKETS = (1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0)
 
 
@@ -74,7 +76,7 @@ class StatusCollector(Collector):
                                         "1 while the connector runs.", labels=["connector"])
             for part in self._connectors.health():
                 running.add_metric([part.name.removeprefix("connector ")],
-                                   1.0 if part.state == "running" else 0.0)
+                                   1.0 if part.state in RUNNING_STATES else 0.0)
             yield running
         parts = self._parts()
         yield _gauge("ready", "1 when /healthz answers 200.",

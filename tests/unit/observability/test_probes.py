@@ -106,6 +106,16 @@ def test_a_connector_retrying_its_sink_says_why() -> None:
     part = probe.health()[0]
     assert (part.state, part.problem) == ("retrying",
                                           "retrying write: SinkUnavailableError: HTTP 401")
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from cdc.observability.exposition import StatusCollector
+
+    registry = CollectorRegistry()
+    registry.register(StatusCollector(None, None, probe, probe.health))
+    text = generate_latest(registry).decode()
+    assert 'distributary_connector_running{connector="search"} 1.0' in text, \
+        "retrying its sink, the connector still runs"
+    assert "distributary_ready 0.0" in text
     search.problem = None
     assert probe.health()[0].ready
 
