@@ -3,7 +3,10 @@
 Starts its own PostgreSQL, fills ``orders`` (the table of docs/performance.md) with
 1,000,000 rows (``BENCH_SCALE`` scales it), then side by side: the reference, ``COPY
 (SELECT …) TO STDOUT`` of the table into /dev/null through psycopg (best of two runs,
-one before and one after), and the capture's initial snapshot of the same table —
+one before and one after), and the capture's initial snapshot of the same table (one
+COPY, or page ranges of ``BENCH_SNAPSHOT_RANGE_MB`` as ``source.snapshot_range_mb``; by
+``BENCH_SNAPSHOT_WORKERS`` connections, one per CPU by default; and again as 64 MiB
+ranges) —
 inside a slot's exported snapshot, values through the codecs, ``r`` events appended to
 a durable file log. Prints ``name=value`` lines, the headline ratio last.
 """
@@ -28,6 +31,10 @@ from compose.launcher import PostgresServer
 
 SCALE = float(os.environ.get("BENCH_SCALE", "1"))
 ROWS = int(1_000_000 * SCALE)
+# the snapshot's parallel degree (connections) and page ranges, as ``source.`` settings
+WORKERS = int(os.environ.get("BENCH_SNAPSHOT_WORKERS", str(os.cpu_count() or 1)))
+RANGE_MB = int(os.environ.get("BENCH_SNAPSHOT_RANGE_MB", "0"))  # 0: one COPY per table
+RANGED_MB = 64  # the other run: page ranges of this size
 COLUMNS = ("id", "customer_id", "status", "amount", "note", "created_at")
 
 
@@ -54,8 +61,9 @@ def copy_seconds(dsn: str) -> float:
         return time.perf_counter() - started
 
 
-def snapshot_seconds(dsn: str, log_dir: Path) -> float:
-    """Seconds the initial snapshot of the table takes into a durable file log."""
+def snapshot_seconds(dsn: str, log_dir: Path, range_mb: int = RANGE_MB) -> float:
+    """Seconds the initial snapshot of the table takes into a durable file log, read as
+    page ranges of ``range_mb`` (0: one COPY)."""
     event_log = FileLog(log_dir)
     producer = event_log.producer()
     try:
@@ -68,7 +76,9 @@ def snapshot_seconds(dsn: str, log_dir: Path) -> float:
             started = time.perf_counter()
             rows = run_initial_snapshot(dsn, name, point, shapes=shapes, producer=producer,
                                         tables=[("public", "orders")], database="bench",
-                                        progress=SnapshotProgress(interactive=False))
+                                        progress=SnapshotProgress(interactive=False),
+                                        workers=WORKERS,
+                                        range_bytes=range_mb << 20 if range_mb else None)
             elapsed = time.perf_counter() - started
     finally:
         event_log.close()
@@ -85,10 +95,15 @@ def main() -> None:
             fill(dsn)
             copy_first = copy_seconds(dsn)
             snap = snapshot_seconds(dsn, workdir / "log")
+            ranged = snapshot_seconds(dsn, workdir / "ranged", RANGED_MB)
             copy_s = min(copy_first, copy_seconds(dsn))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    print(f"snapshot_parallel_degree={WORKERS}")
+    print(f"snapshot_range_mb={RANGE_MB}")
     print(f"copy_rows_per_s={ROWS / copy_s:.0f}")
+    print(f"snapshot_ranged_{RANGED_MB}mb_rows_per_s={ROWS / ranged:.0f}")
+    print(f"snapshot_ranged_{RANGED_MB}mb_ratio_vs_copy={copy_s / ranged:.2f}")
     print(f"snapshot_rows_per_s={ROWS / snap:.0f}")
     print(f"snapshot_ratio_vs_copy={copy_s / snap:.2f}")
 

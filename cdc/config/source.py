@@ -79,6 +79,11 @@ class SourceConfig(ConfigModel):
     snapshot_parallel_tables: int | None = Field(
         default=None, ge=1, le=64, description="connections the initial snapshot reads "
         "tables on at once (each reads many tables per transaction); null: one per CPU")
+    snapshot_range_mb: int | None = Field(
+        default=None, ge=1, description="read a table bigger than this (MiB on disk) as "
+        "page ranges (ctid) of about this size, by all of the initial snapshot's "
+        "connections at once (PostgreSQL 14+): faster when the server, not this host, "
+        "limits the snapshot; null: every table through one COPY")
     schema_changes: SchemaChangesConfig = Field(
         default_factory=SchemaChangesConfig, description="schema changes that alter "
         "existing rows' values: read the table again (default) or not")

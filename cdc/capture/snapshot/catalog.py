@@ -108,16 +108,47 @@ def planned_rows(conn: psycopg.Connection[Any], schema: str, table: str) -> int 
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
+@dataclass(frozen=True, slots=True)
+class PageRange:
+    """Pages ``[first, end)`` of a table (``end`` None: to its end), read by
+    ``ctid`` (a TID range scan, PostgreSQL 14+)."""
+
+    first: int
+    end: int | None
+
+
+def page_ranges(size_bytes: int, block_size: int, range_bytes: int) -> list[PageRange]:
+    """A table of ``size_bytes`` cut into ranges of about ``range_bytes``; one range (the
+    whole table) when it is not bigger than that. The last range is open: pages added
+    since the size was read are in it."""
+    pages = size_bytes // block_size
+    count = -(-pages * block_size // range_bytes) if size_bytes > range_bytes else 1
+    if count < 2:
+        return [PageRange(0, None)]
+    step = -(-pages // count)
+    bounds = list(range(0, pages, step))
+    return [PageRange(first, end) for first, end in zip(bounds, [*bounds[1:], None],
+                                                        strict=True)]
+
+
 def snapshot_query(schema: str, table: str, columns: tuple[str, ...],
-                   row_filter: str | None) -> sql.Composed:
-    """``SELECT columns FROM schema.table`` [``WHERE row_filter``]: the rows and columns
-    the publication publishes."""
+                   row_filter: str | None, pages: PageRange | None = None) -> sql.Composed:
+    """``SELECT columns FROM schema.table`` [``WHERE row_filter``] [and only the rows in
+    ``pages``]: the rows and columns the publication publishes."""
     query = sql.SQL("SELECT {} FROM {}").format(
         sql.SQL(", ").join(sql.Identifier(c) for c in columns), sql.Identifier(schema, table))
-    if row_filter is None:
+    conditions: list[sql.Composable] = []
+    if row_filter is not None:
+        # the server's own deparsed expression (pg_publication_tables.rowfilter), not user
+        # input
+        conditions.append(sql.SQL("({})").format(sql.SQL(row_filter)))
+    if pages is not None:
+        conditions.append(sql.SQL("ctid >= {}::tid").format(sql.Literal(f"({pages.first},0)")))
+        if pages.end is not None:
+            conditions.append(sql.SQL("ctid < {}::tid").format(sql.Literal(f"({pages.end},0)")))
+    if not conditions:
         return query
-    # the server's own deparsed expression (pg_publication_tables.rowfilter), not user input
-    return query + sql.SQL(" WHERE {}").format(sql.SQL(row_filter))
+    return query + sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)
 
 
 @dataclass(frozen=True, slots=True)

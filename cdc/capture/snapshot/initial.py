@@ -110,12 +110,13 @@ def run_initial_snapshot(dsn: str, snapshot_name: str, consistent_point: int, *,
                          shapes: ShapeRegistry, producer: Producer,
                          tables: list[tuple[str, str]], database: str,
                          workers: int | None = None,
-                         progress: SnapshotProgress | None = None) -> int:
+                         progress: SnapshotProgress | None = None,
+                         range_bytes: int | None = None) -> int:
     """Read ``tables`` inside the exported snapshot and append them; returns the rows
     (``snapshot_read.read_tables`` tells what became of each table)."""
     return read_tables(dsn, snapshot_name, consistent_point, shapes=shapes,
                        producer=producer, tables=tables, database=database,
-                       workers=workers, progress=progress).rows
+                       workers=workers, progress=progress, range_bytes=range_bytes).rows
 
 
 def mark_completed(producer: Producer, prefix: str, slot: str, consistent_point: int,

@@ -9,6 +9,13 @@ after ``TABLES_PER_TRANSACTION`` tables and when its transaction is older than
 ``TRANSACTION_MAX_S``, so the locks it holds on tables it has read neither stay for hours
 in the way of migrations nor exhaust ``max_locks_per_transaction``.
 
+A table bigger than ``snapshot_range_mb`` (PostgreSQL 14+) is cut into ranges of pages,
+each read by ``ctid`` (a TID range scan) in a transaction of its own by whichever worker
+is free, so one big table is read by all the workers at once. Every row lies in exactly
+one page range, and every range is read in the same snapshot: the rows are read once.
+The table is reported read once its last range's rows are durable; the first range to
+find it dropped or rewritten gives it up for all of them.
+
 At a table's turn (``TableCheck``, one round trip, under its ACCESS SHARE lock):
 
 - dropped since the snapshot began: skipped with a warning (renamed: read while
@@ -52,7 +59,14 @@ from ..events import CommitInfo, TableShape, complete, read_event, truncate_even
 from ..lsn import format_lsn
 from ..schema.shapes import ShapeRegistry
 from ..source import session
-from .catalog import CatalogTable, TableCheck, catalog_tables, snapshot_query
+from .catalog import (
+    CatalogTable,
+    PageRange,
+    TableCheck,
+    catalog_tables,
+    page_ranges,
+    snapshot_query,
+)
 from .copy import BATCH_ROWS, copy_batches, copy_chunks, copy_chunks_ahead
 from .native import CopyChunk, NativeTable
 from .progress import SnapshotProgress
@@ -62,6 +76,7 @@ log = logging.getLogger(__name__)
 TRANSACTION_MAX_S = 2.0  # a worker's transaction (and its locks) is renewed after this
 BIG_TABLE_BYTES = 16 << 20  # a table this big starts a fresh transaction
 TABLES_PER_TRANSACTION = 200  # locks held at once stay far below max_locks_per_transaction
+TID_RANGE_SCANS = 140000  # the first server version that reads a ctid range without a scan
 _SAVEPOINT = sql.SQL("SAVEPOINT distributary_table")
 _RENEW_SAVEPOINT = sql.SQL("RELEASE SAVEPOINT distributary_table; SAVEPOINT distributary_table")
 
@@ -296,17 +311,102 @@ class _Reading:
             self.writer.deferred(table)
 
 
-def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTable,
+@dataclass
+class _Split:
+    """What the page ranges of one table share: the table is started once, reported read
+    once its last range is done, and given up (dropped, rewritten) by the first range to
+    find so."""
+
+    left: int  # ranges not done yet
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    started: bool = False
+    given_up: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """A table to read, or one page range of it."""
+
+    entry: CatalogTable
+    pages: PageRange | None = None
+    split: _Split | None = None
+    block_size: int = 8192
+
+    @property
+    def size_bytes(self) -> int | None:
+        """What the range (or table) holds on disk; None: unknown (partitioned)."""
+        size = self.entry.size_bytes
+        if self.pages is None or size is None:
+            return size
+        end = self.pages.end if self.pages.end is not None else size // self.block_size
+        return max(0, end - self.pages.first) * self.block_size
+
+
+def _split(entries: list[CatalogTable], range_bytes: int | None,
+           block_size: int) -> list[_Work]:
+    """Each table as one piece of work, or (bigger than ``range_bytes``) as its page
+    ranges."""
+    work: list[_Work] = []
+    for entry in entries:
+        ranges = (page_ranges(entry.size_bytes, block_size, range_bytes)
+                  if range_bytes and entry.size_bytes is not None else [])
+        if len(ranges) < 2:
+            work.append(_Work(entry))
+            continue
+        shared = _Split(len(ranges))
+        work += [_Work(entry, pages, shared, block_size) for pages in ranges]
+    return work
+
+
+def _block_size(conn: psycopg.Connection[Any]) -> int:
+    """The server's page size (8 KiB unless built otherwise)."""
+    row = conn.execute("SELECT current_setting('block_size')::int").fetchone()
+    return int(row[0]) if row is not None else 8192
+
+
+def _give_up(work: _Work) -> bool:
+    """True when this table is to be reported dropped or deferred by this piece of work
+    (a table read in ranges: by the first range to find it so)."""
+    if work.split is None:
+        return True
+    with work.split.lock:
+        first, work.split.given_up = not work.split.given_up, True
+    return first
+
+
+def _start(reading: _Reading, work: _Work) -> bool:
+    """Start reading ``work``'s table (once for all its ranges); False: another range
+    gave the table up."""
+    split, entry = work.split, work.entry
+    if split is None:
+        reading.progress.start(entry.name, entry.estimated_rows)
+        return True
+    with split.lock:
+        if split.given_up:
+            return False
+        if not split.started:
+            split.started = True
+            reading.progress.start(entry.name, entry.estimated_rows)
+    return True
+
+
+def _read_one(reading: _Reading, conn: psycopg.Connection[Any], work: _Work,
               savepoint: sql.Composable) -> None:
-    """Read one table inside the worker's open snapshot transaction."""
+    """Read one table, or one page range of it, inside the worker's open snapshot
+    transaction."""
+    entry = work.entry
     relation = entry.relation
     schema, table, name = relation.namespace, relation.name, entry.name
+    if work.split is not None and work.split.given_up:
+        return
     try:
         check = TableCheck.run(conn.cursor(), schema, table, relation.oid, savepoint)
     except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
         conn.execute("ROLLBACK TO SAVEPOINT distributary_table")
         check = TableCheck(True, True, False, ())
     if check.dropped:
+        if not _give_up(work):
+            return
         current = reading.renamed_to(relation.oid)
         if current is not None and current != name:
             log.warning("%s was renamed to %s since the snapshot began: it is read while "
@@ -318,20 +418,23 @@ def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTa
             reading.writer.table_done(name)
         return
     if check.rewritten:
-        log.warning("%s was rewritten or truncated since the snapshot began: it is read "
-                    "while streaming (incremental snapshot)", name)
-        reading.note("deferred", name)
+        if _give_up(work):
+            log.warning("%s was rewritten or truncated since the snapshot began: it is "
+                        "read while streaming (incremental snapshot)", name)
+            reading.note("deferred", name)
         return
     shape = reading.shapes.get(relation.oid)
     if check.in_snapshot and check.star != entry.star:
         changed = reading.relearn(entry)
         if changed is None:  # cannot happen under the lock; stay safe
-            reading.note("deferred", name)
+            if _give_up(work):
+                reading.note("deferred", name)
             return
         shape = changed
-    reading.progress.start(name, entry.estimated_rows)
+    if not _start(reading, work):
+        return
     if check.in_snapshot:
-        query = snapshot_query(schema, table, shape.columns, entry.row_filter)
+        query = snapshot_query(schema, table, shape.columns, entry.row_filter, work.pages)
         native = NativeTable.of(shape)
         if native is not None:
             # the next chunk is read while this one is converted and appended
@@ -344,23 +447,30 @@ def _read_one(reading: _Reading, conn: psycopg.Connection[Any], entry: CatalogTa
             for batch in copy_batches(conn, query):
                 reading.writer.rows(shape, batch)
                 reading.progress.advance(name, len(batch))
+    if work.split is not None:
+        with work.split.lock:
+            work.split.left -= 1
+            if work.split.left or work.split.given_up:
+                return  # the table is reported by its last range
     reading.progress.finish(name)
     reading.note("read", name)
     reading.writer.table_done(name)
 
 
-def _worker(reading: _Reading, tables: queue.SimpleQueue[CatalogTable]) -> None:
-    """Read tables from the queue in as few snapshot transactions as the rules allow."""
+def _worker(reading: _Reading, tables: queue.SimpleQueue[_Work]) -> None:
+    """Read tables (or their ranges) from the queue in as few snapshot transactions as
+    the rules allow."""
     begin = sql.SQL("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
                     "SET TRANSACTION SNAPSHOT {}").format(sql.Literal(reading.snapshot_name))
     with session.connect(reading.dsn) as conn:
         opened, count = 0.0, 0
         while not reading.failed.is_set():
             try:
-                entry = tables.get_nowait()
+                work = tables.get_nowait()
             except queue.Empty:
                 break
-            big = entry.size_bytes is None or entry.size_bytes > BIG_TABLE_BYTES
+            size = work.size_bytes
+            big = size is None or size > BIG_TABLE_BYTES
             if count and (big or count >= TABLES_PER_TRANSACTION
                           or time.monotonic() - opened > TRANSACTION_MAX_S):
                 conn.execute("ROLLBACK")
@@ -369,7 +479,7 @@ def _worker(reading: _Reading, tables: queue.SimpleQueue[CatalogTable]) -> None:
                 conn.execute(begin)
                 opened = time.monotonic()
             try:
-                _read_one(reading, conn, entry, _RENEW_SAVEPOINT if count else _SAVEPOINT)
+                _read_one(reading, conn, work, _RENEW_SAVEPOINT if count else _SAVEPOINT)
             except BaseException:
                 reading.failed.set()  # the other workers stop too: the session ends
                 raise
@@ -385,12 +495,15 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
                 truncate_first: frozenset[str] = frozenset(),
                 on_tables_read: Callable[[list[str]], None] | None = None,
                 on_deferred: Callable[[str], None] | None = None,
-                publication: str | None = None) -> SnapshotOutcome:
+                publication: str | None = None,
+                range_bytes: int | None = None) -> SnapshotOutcome:
     """Read ``tables`` inside the exported snapshot and append them (see the module
     docstring). ``truncate_first``: tables whose truncate event precedes their rows;
     ``on_tables_read``: tables whose rows are all durable; ``on_deferred``: a table to
     read while streaming instead (called at once, before any later append);
-    ``publication``: read only the columns and rows it publishes."""
+    ``publication``: read only the columns and rows it publishes; ``range_bytes``: a
+    table bigger than this is read as page ranges of about this size, by all the
+    workers at once (PostgreSQL 14+; None: each table by one worker)."""
     commit = CommitInfo(orjson.dumps(database), consistent_point, 0,
                         datetime.now(UTC).isoformat(timespec="microseconds")
                         .replace("+00:00", "Z"), snapshot=True)
@@ -416,11 +529,17 @@ def read_tables(dsn: str, snapshot_name: str, consistent_point: int, *,
                 entries.append(entry)
             entries.sort(key=lambda e: -1 if e.size_bytes is None else e.size_bytes,
                          reverse=True)
-            pending: queue.SimpleQueue[CatalogTable] = queue.SimpleQueue()
-            for entry in entries:
-                pending.put(entry)
-            count = max(1, min(len(entries), workers or os.cpu_count() or 1))
-            log.info("initial snapshot of %d tables, %d connections", len(entries), count,
+            if catalog_conn.info.server_version < TID_RANGE_SCANS:
+                range_bytes = None  # a ctid range would be a scan of the whole table
+            work = _split(entries, range_bytes, _block_size(catalog_conn) if range_bytes else 0)
+            pending: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+            for piece in work:
+                pending.put(piece)
+            count = max(1, min(len(work), workers or os.cpu_count() or 1))
+            ranged = len({id(w.split) for w in work if w.split is not None})
+            log.info("initial snapshot of %d tables (%d read as %d page ranges), "
+                     "%d connections", len(entries), ranged,
+                     sum(1 for w in work if w.split is not None), count,
                      extra={"lsn": format_lsn(consistent_point)})
             reading = _Reading(dsn, snapshot_name, shapes, writer, display, catalog_conn,
                                outcome, publication=publication)

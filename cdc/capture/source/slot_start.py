@@ -167,6 +167,8 @@ class SlotStart:
                 tables=tables, database=source.database or "",
                 workers=source.snapshot_parallel_tables, truncate_first=truncate_first,
                 publication=source.publication,
+                range_bytes=(source.snapshot_range_mb << 20
+                             if source.snapshot_range_mb is not None else None),
                 on_tables_read=lambda done: mark_tables_read(self.producer, prefix, slot,
                                                              consistent_point, done),
                 on_deferred=lambda table: self.producer.append(request_records(prefix,

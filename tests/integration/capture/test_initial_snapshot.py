@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import orjson
+import pytest
 
 from cdc.capture.runner import Capture
 from cdc.capture.source.messages import sends_messages
@@ -76,9 +78,12 @@ def test_a_slot_created_by_hand_is_never_dropped(capture_env: CaptureEnv,
     assert [(e["op"], e["key"]) for e in events] == [("c", {"id": 1})]
 
 
-def test_initial_snapshot_under_concurrent_writes(capture_env: CaptureEnv) -> None:
+def test_initial_snapshot_under_concurrent_writes(capture_env: CaptureEnv,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     """Rows: DISTRIBUTARY_SNAPSHOT_TEST_ROWS (200,000 by default; `make bench-snapshot`
-    reads 1,000,000, and so does this test with the variable set so)."""
+    reads 1,000,000, and so does this test with the variable set so). The table (~10 MB)
+    is read as page ranges of 1 MiB by two connections at once, while updates move rows
+    from page to page."""
     import os
 
     from .snapshot_check import (
@@ -89,11 +94,14 @@ def test_initial_snapshot_under_concurrent_writes(capture_env: CaptureEnv) -> No
         replay,
         settle,
         table_rows,
+        use_config,
     )
 
     env = capture_env
     rows = int(os.environ.get("DISTRIBUTARY_SNAPSHOT_TEST_ROWS", "200000"))
     fill_items(env, rows)
+    use_config(env, snapshot_range_mb="1", snapshot_parallel_tables="2")
+    caplog.set_level(logging.INFO, logger="cdc.capture.snapshot.read")
     writer = PacedWriter(env.dsn, rows, rate=500)
     writer.start()
     try:
@@ -104,6 +112,8 @@ def test_initial_snapshot_under_concurrent_writes(capture_env: CaptureEnv) -> No
     finally:
         writer.stop.set()
     assert transactions > 100, "the table changed while it was read"
+    ranged = server_version(env.dsn) >= 140000  # TID range scans: PostgreSQL 14+
+    assert ("(1 read as " in caplog.text) == ranged, caplog.text[-2000:]
     found = replay(env, "items")
     expected = table_rows(env, "SELECT row_to_json(i) FROM items i", ("id",))
     assert differences(expected, found) == ""

@@ -3,7 +3,9 @@ combine, which columns pgoutput sends on each version, and the snapshot's querie
 
 from __future__ import annotations
 
-from cdc.capture.snapshot.catalog import snapshot_query
+import itertools
+
+from cdc.capture.snapshot.catalog import PageRange, page_ranges, snapshot_query
 from cdc.capture.snapshot.chunks import ChunkKey, KeyColumn, chunk_query
 from cdc.capture.source.publication_filters import (
     EVERYTHING,
@@ -44,7 +46,26 @@ def test_snapshot_query_applies_the_row_filter() -> None:
     assert snapshot_query("public", "t", ("id", "a"), None).as_string(None) == \
         'SELECT "id", "a" FROM "public"."t"'
     assert snapshot_query("public", "t", ("id",), "(a ~~ 'x%'::text)").as_string(None) == \
-        'SELECT "id" FROM "public"."t" WHERE (a ~~ \'x%\'::text)'
+        'SELECT "id" FROM "public"."t" WHERE ((a ~~ \'x%\'::text))'
+
+
+def test_snapshot_query_reads_a_page_range_with_the_row_filter() -> None:
+    ranged = snapshot_query("public", "t", ("id",), "(a > 1)", PageRange(10, 20))
+    assert ranged.as_string(None) == ('SELECT "id" FROM "public"."t" WHERE ((a > 1)) AND '
+                                      "ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid")
+    last = snapshot_query("public", "t", ("id",), None, PageRange(20, None))
+    assert last.as_string(None) == 'SELECT "id" FROM "public"."t" WHERE ctid >= \'(20,0)\'::tid'
+
+
+def test_a_big_table_is_cut_into_ranges_covering_every_page() -> None:
+    assert page_ranges(100 * 8192, 8192, 1 << 20) == [PageRange(0, None)]  # not bigger
+    assert page_ranges(1 << 20, 8192, 1 << 20) == [PageRange(0, None)]
+    ranges = page_ranges(1000 * 8192, 8192, 100 * 8192)
+    assert len(ranges) == 10 and ranges[0].first == 0 and ranges[-1].end is None
+    assert all(a.end == b.first for a, b in itertools.pairwise(ranges))
+    uneven = page_ranges(1001 * 8192, 8192, 100 * 8192)
+    assert len(uneven) == 11 and uneven[-1].end is None
+    assert all(a.end == b.first for a, b in itertools.pairwise(uneven))
 
 
 def test_chunk_query_ands_the_row_filter_with_the_operators_filter() -> None:
