@@ -87,7 +87,7 @@ def short_options(duration: float, seed: int) -> ChaosOptions:
                          stall_capture=1, kill_broker=1),
         workload=WorkloadPlan(rate=20, large_rows=5_000, large_every_s=duration / 3,
                               truncate_every_s=15),
-        snapshot=SnapshotPlan(bulk_rows=30_000, other_rows=5_000, crash_at_batch=3),
+        snapshot=SnapshotPlan(bulk_rows=30_000, other_rows=5_000, crash_at_batch=2),
         log_fs_bytes=256 << 20)
 
 

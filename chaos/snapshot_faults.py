@@ -34,7 +34,7 @@ class SnapshotPlan:
 
     bulk_rows: int
     other_rows: int
-    crash_at_batch: int = 3  # the N-th durable append of snapshot rows (5,000 each)
+    crash_at_batch: int = 3  # the N-th durable append of snapshot rows (10,000 each)
 
 
 def prefill(dsn: str, plan: SnapshotPlan) -> None:

@@ -17,7 +17,7 @@ from cdc.readahead import ReadAhead
 
 from .copy_out import CopyOut
 
-BATCH_ROWS = 5_000
+BATCH_ROWS = 10_000  # a snapshot batch: ~5 MB of lines at ~500 bytes a row
 CHUNK_BYTES = 256 << 10  # a chunk handed to the native converter: about this many bytes
 AHEAD_CHUNKS = 4  # chunks ``copy_chunks_ahead`` reads before they are taken
 STOP_CHECK_S = 0.5  # a reader waiting for data looks this often whether to stop

@@ -100,7 +100,10 @@ class _SnapshotWriter:
 
     A batch is appended in a thread of its own while the next one is converted: one
     batch in flight at a time, appended (and its tables reported) in order; the producer
-    is used by nobody else until it is done (``settle`` waits for it)."""
+    is used by nobody else until it is done (``settle`` waits for it). With a file log
+    (``append_encoded``) a batch is only written there, and made durable by a thread of
+    its own while the next batch is written: its tables are reported (and its crash
+    point passed) once that sync has ended."""
 
     def __init__(self, producer: Producer, commit: CommitInfo,
                  on_tables_read: Callable[[list[str]], None] | None,
@@ -119,6 +122,9 @@ class _SnapshotWriter:
         self._lock = threading.Lock()
         self._appender: ThreadPoolExecutor | None = None
         self._in_flight: Future[None] | None = None
+        self._syncer: ThreadPoolExecutor | None = None
+        # the sync of the batch written last, and the tables that batch completed
+        self._syncing: tuple[Future[None], list[str]] | None = None
 
     def schema(self, record: Record) -> None:
         """A schema record, appended before the rows that follow it."""
@@ -221,8 +227,9 @@ class _SnapshotWriter:
             self._settle()
 
     def settle(self, *, quiet: bool = False) -> None:
-        """Wait for the batch in flight (its error raised here, or only logged when
-        ``quiet``) and stop the appending thread; what is still buffered is dropped."""
+        """Wait for the batch in flight and its sync (an error raised here, or only logged
+        when ``quiet``) and stop the appending threads; what is still buffered is
+        dropped."""
         with self._lock:
             try:
                 self._settle()
@@ -231,21 +238,45 @@ class _SnapshotWriter:
                     raise
                 log.exception("appending a snapshot batch failed too")
             finally:
-                if self._appender is not None:
-                    self._appender.shutdown()
-                    self._appender = None
+                self._syncing = None
+                for pool in (self._appender, self._syncer):
+                    if pool is not None:
+                        pool.shutdown()
+                self._appender = self._syncer = None
 
     def _settle(self) -> None:
+        """Wait for the batch in flight, then for its sync (its tables reported)."""
+        try:
+            self._settle_append()
+        finally:
+            self._await_sync()
+
+    def _settle_append(self) -> None:
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
             in_flight.result()
 
+    def _await_sync(self) -> None:
+        """Wait for the sync of the batch written last, then report the tables it
+        completed (in the thread that uses the producer then)."""
+        syncing, self._syncing = self._syncing, None
+        if syncing is None:
+            return
+        synced, done = syncing
+        synced.result()
+        crash_point("snapshot_batch")
+        self._report(done)
+
+    def _report(self, done: list[str]) -> None:
+        if done and self._on_tables_read is not None:
+            self._on_tables_read(done)
+
     def _flush(self) -> None:
         """Hand the buffered batch to the appending thread, once the one before it is
-        durable."""
+        written."""
         parts, self._parts, self._count = self._parts, [], 0
         done, self._done = self._done, []
-        self._settle()
+        self._settle_append()
         if not parts and not done:
             return
         if self._appender is None:
@@ -253,16 +284,25 @@ class _SnapshotWriter:
         self._in_flight = self._appender.submit(self._append, parts, done)
 
     def _append(self, parts: list[list[Record] | CORE.SnapshotBatch], done: list[str]) -> None:
-        """Append one batch (durable on return), then report the tables it completed."""
+        """Append one batch; report the tables it completed once it is durable: at once,
+        or (a file log) once the sync started here has ended, after the next batch was
+        written."""
+        sync = None
         if parts:
-            if len(parts) == 1 and isinstance(parts[0], list):
-                self.producer.append(parts[0])  # durable when it returns
+            if self._append_encoded is not None:
+                sync = self._append_encoded(parts, durable=False)  # durable once sync() ran
             else:
-                assert self._append_encoded is not None  # SnapshotBatch only then
-                self._append_encoded(parts)  # durable when it returns
-            crash_point("snapshot_batch")
-        if done and self._on_tables_read is not None:
-            self._on_tables_read(done)
+                assert len(parts) == 1 and isinstance(parts[0], list)  # records only then
+                self.producer.append(parts[0])  # durable when it returns
+        self._await_sync()  # the batch before this one: its sync ran while this was written
+        if sync is None:
+            if parts:
+                crash_point("snapshot_batch")
+            self._report(done)
+            return
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(1, thread_name_prefix="snapshot-sync")
+        self._syncing = (self._syncer.submit(sync), done)
 
 
 @dataclass

@@ -13,8 +13,9 @@ writes.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from cdc.crashpoints import crash_point
@@ -31,7 +32,7 @@ from .names import migrate_case_dirs
 from .notify import TOPICS_BELL, doorbell_path, ring, ring_path
 from .topic_lock import TopicLock, topic_locks
 from .topics import TopicMeta, end_offset, last_record, partition_dir, read_meta, write_meta
-from .writer import PartitionWriter, fsync_dir
+from .writer import PartitionWriter, fsync_dir, sync_file
 
 if TYPE_CHECKING:
     from .directory import LogDirectory
@@ -56,6 +57,10 @@ class FileProducer:
         self._lock_table = topic_locks(log.root)
         self._topic_locks: dict[str, TopicLock] = {}
         self._housekeeping = Housekeeping(log.root, log.settings)
+        # partitions written by ``append_encoded(durable=False)`` whose sync has not ended
+        # yet (a count per partition), kept by whichever thread runs the sync
+        self._unsynced: dict[tuple[str, int], int] = {}
+        self._unsynced_lock = threading.Lock()
         self._durability = Durability(log.root, log.settings.fsync, self.writer,
                                       lambda topic: read_meta(log.root, topic) is not None,
                                       checkpoint_bytes=log.settings.checkpoint_bytes)
@@ -155,6 +160,8 @@ class FileProducer:
         # batch and everything written to it before durably); else ``durability``
         direct = self._durability.syncs and len(batches) == 1
         journaled = self._durability.syncs and not direct
+        if journaled:
+            self._sync_unsynced(batches)
         parts: list[JournalPart] = []
         written: list[PartitionWriter] = []
         # a TopicPartition hashes and compares like its plain tuple: look up with either
@@ -207,11 +214,18 @@ class FileProducer:
         self._durability.checkpoint()
         self._housekeeping.after_append(self._writers)
 
-    def append_encoded(self, parts: Sequence[list[Record] | EncodedRows]) -> None:
+    def append_encoded(self, parts: Sequence[list[Record] | EncodedRows], *,
+                       durable: bool = True) -> Callable[[], None] | None:
         """Append ``parts`` in order as one batch, durable on return (one journal
         fdatasync): runs of records, and rows grouped and encoded by their own code
         (``EncodedRows``), which become the lines ``append`` would write for the records
-        they stand for. Each partition gets its rows in order, and one journal part."""
+        they stand for. Each partition gets its rows in order, and one journal part.
+
+        With ``durable=False`` the lines are only written: the function returned makes
+        them durable (fdatasyncs of their segments, by name: any thread may call it
+        while this one appends on) and then wakes their consumers. A durable append to
+        one of those partitions before that function returned syncs them first, so the
+        journal never holds lines past a lost tail."""
         groups: dict[tuple[str, int], list[list[Record] | EncodedPart]] = {}
         for part in parts:
             if isinstance(part, list):
@@ -221,7 +235,55 @@ class FileProducer:
                 topic = part.topic
                 for piece in part.parts(self._partition_count(topic)):
                     groups.setdefault((topic, piece.partition), []).append(piece)
-        self._write(groups)
+        if durable or not self._durability.syncs:
+            self._write(groups)
+            return None
+        return self._write_unsynced(groups)
+
+    def _write_unsynced(self, batches: Mapping[tuple[str, int], list[list[Record] | EncodedPart]]
+                        ) -> Callable[[], None]:
+        """Write each partition's pieces into the page cache; the function that makes
+        them durable (``append_encoded``). A segment rolled over meanwhile was synced by
+        the rollover: the lines' tail is in each writer's active segment."""
+        now_ms = int(time.time() * 1000)
+        writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
+        paths: list[str] = []
+        for key, batch in batches.items():
+            writer = writers.get(key) or self.writer(TopicPartition(*key))
+            self._write_pieces(writer, batch, now_ms, sync=False)
+            paths.append(writer.segment_path)
+        keys = list(batches)
+        with self._unsynced_lock:
+            for key in keys:
+                self._unsynced[key] = self._unsynced.get(key, 0) + 1
+        bells = cast("dict[tuple[str, int], str]", self._bells)
+        rings = [bells[key] for key in keys]
+
+        def made_durable() -> None:
+            for path in paths:
+                sync_file(path)
+            with self._unsynced_lock:
+                for key in keys:
+                    left = self._unsynced[key] - 1
+                    if left:
+                        self._unsynced[key] = left
+                    else:
+                        del self._unsynced[key]
+            for bell in rings:
+                ring_path(bell)
+
+        return made_durable
+
+    def _sync_unsynced(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Sync the active segments of ``keys`` written by ``append_encoded(durable=False)``
+        whose sync has not ended (before the journal holds more of them)."""
+        if not self._unsynced:
+            return
+        with self._unsynced_lock:
+            pending = [key for key in keys if key in self._unsynced]
+        writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
+        for key in pending:
+            sync_file(writers[key].segment_path)
 
     def end_offset(self, tp: TopicPartition) -> int:
         """The next offset of a partition as this producer knows it."""

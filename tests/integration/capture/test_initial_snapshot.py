@@ -40,25 +40,27 @@ def test_an_interrupted_snapshot_is_taken_again(capture_env: CaptureEnv) -> None
 
     env = capture_env
     env.sql("CREATE TABLE items (id int PRIMARY KEY, v text)",
-            "INSERT INTO items SELECT g, 'v' FROM generate_series(1, 12000) g")
+            "INSERT INTO items SELECT g, 'v' FROM generate_series(1, 45000) g")
+    # batches of 10,000 rows; killed once the 2nd is durable (a file log has written the
+    # 3rd by then)
     crashing = start_capture(env, "snapshot_batch:2")
     assert crashing.wait(timeout=60) == -9, "killed in the middle of the snapshot"
     before_crash = len(env.events("items"))
-    assert 0 < before_crash < 12000
+    assert 0 < before_crash < 45000
     # PostgreSQL 13 takes the snapshot again on a new slot, after a truncate event
-    again = 12000 + (not sends_messages(server_version(env.dsn)))
+    again = 45000 + (not sends_messages(server_version(env.dsn)))
     survivor = start_capture(env)
     try:
         env.wait_for("items", before_crash + again)  # the rows before the crash, read twice
-        env.sql("INSERT INTO items VALUES (20000, 'streamed')")
+        env.sql("INSERT INTO items VALUES (90000, 'streamed')")
         events = [orjson.loads(m.value)
                   for m in env.wait_for("items", before_crash + again + 1)]
     finally:
         survivor.terminate()
         survivor.wait(timeout=30)
     reads = {e["key"]["id"] for e in events if e["op"] == "r"}
-    assert reads == set(range(1, 12001)), "every row read by the snapshot taken again"
-    assert [e["key"]["id"] for e in events if e["op"] == "c"] == [20000]
+    assert reads == set(range(1, 45001)), "every row read by the snapshot taken again"
+    assert [e["key"]["id"] for e in events if e["op"] == "c"] == [90000]
 
 
 def test_a_slot_created_by_hand_is_never_dropped(capture_env: CaptureEnv,

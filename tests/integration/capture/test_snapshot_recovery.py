@@ -39,6 +39,7 @@ from .snapshot_check import (
 from .test_capture_crash import start_capture
 
 ROWS = 20_000
+RESUMED_ROWS = 35_000  # snapshot batches of 10,000: a table spans four
 
 
 def _fill(env: CaptureEnv, *tables: str, rows: int = ROWS) -> None:
@@ -171,15 +172,18 @@ def test_an_interrupted_snapshot_resumes_on_the_same_slot(
         capture_env: CaptureEnv, backend: str, request: pytest.FixtureRequest) -> None:
     env = capture_env
     tables = ["t1", "t2", "t3"]
-    _fill(env, *tables)
+    rows = RESUMED_ROWS
+    _fill(env, *tables, rows=rows)
     use_config(env, snapshot_parallel_tables="1")
     if backend == "kafka":
         _use_kafka(env, request.getfixturevalue("kafka_bootstrap"))
-    # flushes of 5,000 rows: t1 is recorded read with the 5th, the 6th holds t2's half
-    crashing = start_capture(env, "snapshot_batch:6")
+    # batches of 10,000 rows: the 4th holds t1's last 5,000 and t2's first, and t1 is
+    # recorded read once it is durable; killed once the 5th is durable (a file log has
+    # written the 6th by then): t2 is read up to 15,000 or 25,000
+    crashing = start_capture(env, "snapshot_batch:5")
     assert crashing.wait(timeout=120) == -signal.SIGKILL, "killed mid-snapshot"
     read_first = {t: len(_messages(env, t)) for t in tables}
-    assert read_first["t1"] == ROWS and 0 < read_first["t2"] < ROWS, read_first
+    assert read_first["t1"] == rows and 0 < read_first["t2"] < rows, read_first
     env.sql(*[f"DELETE FROM {t} WHERE id % 100 = 7" for t in tables],  # noqa: S608
             *[f"UPDATE {t} SET v = 'changed' WHERE id % 100 = 8" for t in tables])  # noqa: S608
     survivor = start_capture(env)
@@ -203,9 +207,9 @@ def test_an_interrupted_snapshot_resumes_on_the_same_slot(
     t1_reads = [m for m in logged["t1"] if orjson.loads(m.value)["op"] == "r"]
     if sends_messages(server_version(env.dsn)):
         assert len(started) == 1, "the slot was never dropped and re-created"
-        assert len(t1_reads) == ROWS, "a table read before the interruption is not read again"
+        assert len(t1_reads) == rows, "a table read before the interruption is not read again"
     else:  # PostgreSQL 13: no incremental snapshots; the slot, never streamed from, is
         # dropped and the whole snapshot taken again on a new one, after truncate events
         assert len(started) == 2, "the snapshot was taken again on a new slot"
-        assert len(t1_reads) == ROWS + ROWS - ROWS // 100  # less the rows deleted meanwhile
+        assert len(t1_reads) == rows + rows - rows // 100  # less the rows deleted meanwhile
         assert [orjson.loads(m.value)["op"] for m in logged["t1"]].count("t") == 1

@@ -107,3 +107,45 @@ def test_append_encoded_writes_what_append_writes(tmp_path: Path) -> None:
         assert got[0] == got[1]
     for log in logs:
         log.close()
+
+
+def test_lines_appended_not_durable_are_made_so_by_the_function_returned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cdc.log.file.producer as producer_module
+
+    synced: list[str] = []
+    real_sync = producer_module.sync_file
+
+    def recording(path: str) -> None:
+        synced.append(path)
+        real_sync(path)
+
+    monkeypatch.setattr(producer_module, "sync_file", recording)
+    table = _table()
+    log = FileLog(tmp_path / "log")
+    producer = log.producer()
+    rows = table.rows(_chunk(random.Random(7), 0, 60), COMMIT, 0)
+    make_durable = producer.append_encoded([rows], durable=False)
+    assert make_durable is not None and synced == [], "written, not synced yet"
+    written = {p.partition for p in rows.parts(log.default_partitions)}
+    make_durable()
+    assert len(synced) == len(written), "each segment written, synced once"
+    assert producer._unsynced == {}
+
+    # a batch journaled across partitions with lines still unsynced: those are synced first
+    more = table.rows(_chunk(random.Random(8), 60, 60), COMMIT, 60)
+    later = producer.append_encoded([more], durable=False)
+    assert later is not None
+    synced.clear()
+    producer.append([Record("db.s.t", b'{"id":%d}' % i, b'{"op":"x"}') for i in range(9)])
+    assert len(synced) >= len({p.partition for p in more.parts(log.default_partitions)})
+    later()
+    assert producer._unsynced == {}
+    producer.close()
+    counts = []
+    for p in range(log.default_partitions):
+        reader = PartitionReader(partition_dir(log.root, "db.s.t", p), "db.s.t", p)
+        counts.append(sum(1 for _ in reader.read()))
+        reader.close()
+    assert sum(counts) == 60 + 60 + 9
+    log.close()
