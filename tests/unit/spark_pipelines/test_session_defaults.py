@@ -16,6 +16,7 @@ from spark_pipelines.session import (
     LOOPBACK_DRIVER,
     SHIPPED_PACKAGES,
     defaults_for,
+    local_shuffle_partitions,
     package_zip,
     with_batch_gc,
     with_quiet_driver,
@@ -37,6 +38,18 @@ def test_no_loopback_driver_for_a_remote_master(master: str) -> None:
     settings = defaults_for(master)
     assert not LOOPBACK_DRIVER.keys() & settings.keys()
     assert settings["spark.sql.session.timeZone"] == "UTC"
+
+
+def test_a_local_master_gets_shuffle_partitions_for_its_cores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert local_shuffle_partitions("local") == 8
+    assert local_shuffle_partitions("local[2]") == 8
+    assert local_shuffle_partitions("local[12]") == 24
+    assert local_shuffle_partitions("local[12,3]") == 24  # with task retries
+    assert local_shuffle_partitions("local[*]") == 32
+    assert defaults_for("local[2]")["spark.sql.shuffle.partitions"] == "8"
+    assert "spark.sql.shuffle.partitions" not in defaults_for("spark://10.0.0.5:7077")
 
 
 def test_the_zip_holds_every_shipped_package_without_bytecode(tmp_path: Path) -> None:
