@@ -111,16 +111,15 @@ def test_append_encoded_writes_what_append_writes(tmp_path: Path) -> None:
 
 def test_lines_appended_not_durable_are_made_so_by_the_function_returned(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import cdc.log.file.producer as producer_module
+    from cdc.log.file.writer import sync_file
 
     synced: list[str] = []
-    real_sync = producer_module.sync_file
 
     def recording(path: str) -> None:
         synced.append(path)
-        real_sync(path)
+        sync_file(path)
 
-    monkeypatch.setattr(producer_module, "sync_file", recording)
+    monkeypatch.setattr("cdc.log.file.producer.sync_file", recording)
     table = _table()
     log = FileLog(tmp_path / "log")
     producer = log.producer()
