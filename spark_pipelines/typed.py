@@ -47,13 +47,24 @@ def _converted(name: str, data_type: DataType) -> Column:
     return text.try_cast(data_type)
 
 
+def _column_types(table: TableColumns) -> tuple[dict[str, DataType], list[str]]:
+    """Each column's Spark type, and the columns whose values are converted (not text)."""
+    types = {c.name: spark_type(c) for c in table.columns}
+    return types, [name for name, t in types.items() if not isinstance(t, StringType)]
+
+
+def _typed_columns(types: dict[str, DataType]) -> list[Column]:
+    """The select list converting each column to its type (text stays as it is)."""
+    return [F.col(quoted(name)) if isinstance(t, StringType) else _converted(name, t).alias(name)
+            for name, t in types.items()]
+
+
 def typed_state(state: DataFrame, table: TableColumns,
                 passed: Sequence[str] = ()) -> tuple[DataFrame, list[KeptAsText]]:
     """``state``'s table columns converted, then the columns ``passed`` as they are (the
     other ``_`` columns dropped); and the columns kept as text because some value did
     not fit."""
-    types = {c.name: spark_type(c) for c in table.columns}
-    checked = [name for name, t in types.items() if not isinstance(t, StringType)]
+    types, checked = _column_types(table)
     kept: list[KeptAsText] = []
     if checked:
         lost = {name: F.col(quoted(name)).isNotNull() & _converted(name, types[name]).isNull()
@@ -65,9 +76,7 @@ def typed_state(state: DataFrame, table: TableColumns,
                 kept.append(KeptAsText(name, types[name].simpleString(), int(counts[name]),
                                        str(example[0]) if example else ""))
                 types[name] = StringType()
-    return state.select(*[_converted(name, t).alias(name) if not isinstance(t, StringType)
-                          else F.col(quoted(name)) for name, t in types.items()],
-                        *passed), kept
+    return state.select(*_typed_columns(types), *passed), kept
 
 
 def observed_typed_state(state: DataFrame, table: TableColumns, passed: Sequence[str] = ()
@@ -76,18 +85,15 @@ def observed_typed_state(state: DataFrame, table: TableColumns, passed: Sequence
     the values lost counted while an action (the write) runs; and a function telling,
     after that action, whether any was (then ``typed_state`` decides and the frame is
     written again). A task run twice may count twice: only zero or not matters."""
-    types = {c.name: spark_type(c) for c in table.columns}
-    checked = [name for name, t in types.items() if not isinstance(t, StringType)]
+    types, checked = _column_types(table)
     if not checked:
-        return state.select(*[F.col(quoted(name)) for name in types], *passed), lambda: False
+        return state.select(*_typed_columns(types), *passed), lambda: False
     taken = set(state.columns)
     prefix = next(f"_text{n}_" for n in range(len(taken) + 1)
                   if not any(column.startswith(f"_text{n}_") for column in taken))
     texts = {name: f"{prefix}{number}" for number, name in enumerate(checked)}
-    converted = state.select(*[_converted(name, t).alias(name) if name in texts
-                               else F.col(quoted(name)) for name, t in types.items()],
-                             *passed, *[F.col(quoted(name)).alias(text)
-                                        for name, text in texts.items()])
+    converted = state.select(*_typed_columns(types), *passed,
+                             *[F.col(quoted(name)).alias(text) for name, text in texts.items()])
     observation = Observation("values lost to their types")
     observed = converted.observe(observation, *[
         F.count(F.when(F.col(text).isNotNull() & F.col(quoted(name)).isNull(), 1))
