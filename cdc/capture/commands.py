@@ -12,7 +12,7 @@ from cdc.config.commands import ConfigErrorExit, config_option, load_config_or_e
 from cdc.errors import ConfigError, DistributaryError
 from cdc.log.target import open_log_or_exit
 from cdc.logsetup import configure_logging, protect_secrets
-from cdc.memory import release_free_memory_periodically
+from cdc.memory import release_free_memory_periodically, spare_the_cycle_collector
 from cdc.signals import stop_on_signals
 
 from .runner import Capture, CaptureSettings
@@ -39,6 +39,7 @@ def capture(config_path: Path, recreate_lost_slot: bool) -> None:
     event_log = open_log_or_exit(config.log)
     stop = stop_on_signals()
     release_free_memory_periodically()  # a long run's fragmented heap
+    spare_the_cycle_collector()  # a batch's records die young (~4 % of a spread batch's CPU)
     settings = CaptureSettings(recreate_lost_slot=recreate_lost_slot,
                                takeover_after_s=config.capture.takeover_after.total_seconds())
     observability = None
