@@ -33,6 +33,24 @@ class KafkaDeliveryError(LogError, TransientError):
     """Kafka did not acknowledge every record of a batch."""
 
 
+# errors that name why the brokers refuse this client (a login, a certificate, a right):
+# the connection errors that follow one ("1/1 brokers are down") do not replace it
+REFUSALS = frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL,
+                      KafkaError.SASL_AUTHENTICATION_FAILED,
+                      KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                      KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+                      KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+
+
+def reason(code: int | None, text: str | None, error: Any) -> tuple[int | None, str | None]:
+    """The problem to show after ``error`` (a ``KafkaError``), given the one shown
+    (``code``, ``text``): the newest error, unless the one shown is a refusal and the new
+    one is not."""
+    if code in REFUSALS and error.code() not in REFUSALS:
+        return code, text
+    return error.code(), f"Kafka: {error.str()}"
+
+
 class KafkaProducer:
     """``append`` returns only after Kafka acknowledged every record (acks=all)."""
 
@@ -54,6 +72,7 @@ class KafkaProducer:
         """What the client last reported going wrong (a login refused, a broker out of
         reach) while an append waits, until it ends: ``/healthz``'s reason."""
         self._appending = False
+        self._problem_code: int | None = None
 
     def _new_client(self) -> Any:
         extra = ({"transactional.id": self._transactional_id}
@@ -63,9 +82,11 @@ class KafkaProducer:
 
     def _client_error(self, error: KafkaError) -> None:
         """librdkafka's ``error_cb`` (served while ``append`` flushes or commits): it
-        retries on its own; the error is kept to be shown until the append ends."""
+        retries on its own; the error is kept to be shown until the append ends (a
+        refusal over the connection errors that follow it: ``reason``)."""
         if self._appending:
-            self.problem = f"Kafka: {error.str()}"
+            self._problem_code, self.problem = reason(self._problem_code, self.problem,
+                                                      error)
 
     def claim(self) -> None:
         """Become the only writer with this producer's transactional id (fencing any
@@ -119,7 +140,7 @@ class KafkaProducer:
                 self._send(records)
         finally:
             self._appending = False
-            self.problem = None
+            self.problem, self._problem_code = None, None
 
     def _produce_all(self, records: Sequence[Record]) -> None:
         for record in records:

@@ -43,3 +43,23 @@ def test_retrying_ends_after_its_time() -> None:
         retrying(request, for_s=0.3)
     assert 2 <= len(calls) <= 6
 
+
+
+def test_a_refusal_stays_the_reason_over_the_connection_errors_after_it() -> None:
+    from cdc.log.kafka.producer import reason
+
+    refused = KafkaError(KafkaError._AUTHENTICATION, "SASL authentication error: "
+                         "Authentication failed during authentication due to invalid "
+                         "credentials with SASL mechanism SCRAM-SHA-512")
+    down = KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")
+    closed = KafkaError(KafkaError._TRANSPORT, "Disconnected")
+    code, text = reason(None, None, closed)
+    assert (code, text) == (KafkaError._TRANSPORT, "Kafka: Disconnected")
+    code, text = reason(code, text, refused)  # the cause replaces a connection error
+    assert code == KafkaError._AUTHENTICATION and text is not None
+    assert "Authentication failed" in text
+    assert reason(code, text, down) == (code, text)  # its consequence does not replace it
+    assert reason(code, text, closed) == (code, text)
+    certificate = KafkaError(KafkaError._SSL, "certificate verify failed")
+    assert reason(code, text, certificate) == (KafkaError._SSL,
+                                               "Kafka: certificate verify failed")
