@@ -141,17 +141,25 @@ def spool_records(
 ) -> tuple[bytes, int, bool]:
     """``(leftover, next_seq, done)``; the records are appended to ``ready``."""
 
+class BatchTables:
+    """Relation OID → its conversion (or None: Python's), kept between ``feed_batch``
+    calls."""
+
+    def __init__(self) -> None: ...
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+
 def feed_batch(
     raw: list[memoryview] | list[bytes], start: int,
-    tables: dict[int, tuple[SnapshotPlan, str, bytes, bytes, bytes]],
+    tables: BatchTables,
     learn: Callable[[int], tuple[SnapshotPlan, str, bytes, bytes, bytes] | None],
     open: tuple[int, bytes, bytes, int] | None, stream: bool, begins: bool,
     ready: list[Record],
 ) -> tuple[int, bytes | None, tuple[int, int, int, int] | None, tuple[int, int, int] | None,
            int, int]:
-    """``(index, frames, commit, begin, seq, lsn)``; ``tables``: OID → ``(plan, topic,
-    head, topic UTF-8, source names)``; ``open``: ``(commit_lsn, commit_lsn_text, tail,
-    seq)`` of the transaction open before."""
+    """``(index, frames, commit, begin, seq, lsn)``; ``learn(oid)``: ``(plan, topic, head,
+    topic UTF-8, source names)`` of a relation ``tables`` does not hold yet; ``open``:
+    ``(commit_lsn, commit_lsn_text, tail, seq)`` of the transaction open before."""
 
 # sinks (redis_args.rs, opensearch.rs)
 

@@ -21,10 +21,14 @@ by the pattern ``public.t_*``, captured into a file log of 3 partitions per topi
 passing a marker transaction written after the workload. ``/proc`` is sampled for the
 process's open descriptors and its peak RSS over the three runs. Prints ``name=value``
 lines, the headline ratio (spread over one table, events/s) last.
+
+``BENCH_PROFILE=DIR`` attaches ``py-spy record`` (raw stacks, every thread) to the
+capture for each timed side: ``DIR/spread-<n>.txt`` and ``DIR/one_table-<n>.txt``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -36,6 +40,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +60,7 @@ TRANSACTIONS = int(10_000 * SCALE)  # the sizing round's, per side
 SECONDS = float(os.environ.get("BENCH_TABLES_SECONDS", "10"))  # timed per side, at least
 ROUNDS = int(os.environ.get("BENCH_TABLES_ROUNDS", "3"))
 OPEN_FILES = 1024
+PROFILE = os.environ.get("BENCH_PROFILE")
 PATTERN = "public.t_*"
 PARTITIONS = 3
 SLOT = "bench_tables"
@@ -275,11 +281,33 @@ def timed_workload(capture: CaptureProcess, dsn: str, postgres: int, spread: boo
         cpu = cpu_seconds(capture.proc.pid), cpu_seconds(postgres)
     finally:
         capture.proc.send_signal(signal.SIGCONT)
-    seconds = capture.until_acknowledged(dsn, lsn)
+    with _profiled(capture.proc.pid, "spread" if spread else "one_table"):
+        seconds = capture.until_acknowledged(dsn, lsn)
     capture_s = cpu_seconds(capture.proc.pid) - cpu[0]
     postgres_s = cpu_seconds(postgres) - cpu[1]
     return Timed(events / seconds, seconds, capture_s * 1e6 / events,
                  postgres_s * 1e6 / events)
+
+
+@contextlib.contextmanager
+def _profiled(pid: int, side: str) -> Iterator[None]:
+    """``py-spy record`` attached to ``pid`` meanwhile, when ``BENCH_PROFILE`` names a
+    directory (one file per timed side and round)."""
+    if not PROFILE:
+        yield
+        return
+    directory = Path(PROFILE)
+    directory.mkdir(parents=True, exist_ok=True)
+    output = directory / f"{side}-{len(list(directory.glob(side + '-*')))}.txt"
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    recorder = subprocess.Popen([py_spy, "record", "-r", "200", "-f", "raw", "--threads",
+                                 "--nonblocking", "-p", str(pid), "-o", str(output)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=60)
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ from cdc.capture.pgoutput import (
 )
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.snapshot.native import NativeTable
-from cdc.capture.stream.native import NativeChanges
+from cdc.capture.stream.native import BatchTable, NativeChanges
 from cdc.capture.stream.replication import XLogData, parse_copy_message
 from cdc.capture.stream.spool import StreamSpool
 from cdc.capture.stream.transactions import TransactionAssembler
@@ -183,10 +183,6 @@ def _reference_events(session: Session, payload: bytes, lsn: int
     return TypeError  # not a row change
 
 
-def _unknown(oid: int) -> None:
-    """No other table: ``feed_batch`` leaves the changes of any OID not given."""
-
-
 def fuzz_change(core: Core, data: bytes) -> None:
     """One row change message through ``dml_event`` and ``feed_batch`` (its record in a
     transaction, its spool frame in a stream block), against the reference."""
@@ -214,11 +210,16 @@ def fuzz_change(core: Core, data: bytes) -> None:
 
     commit = CommitInfo(b'"app"', (3 << 32) + 0xFFF0, 731, "2024-02-29T10:11:12.5Z")
     head = b',"source":{"db":%s,%s,"lsn":"' % (commit.db, shape.source_names)
-    tables = {oid: (native.plan, shape.topic, head, shape.topic.encode(), shape.source_names)}
+    entry = (native.plan, shape.topic, head, shape.topic.encode(), shape.source_names)
+
+    def learn(found: int) -> BatchTable | None:
+        """No other table: ``feed_batch`` leaves the changes of any other OID."""
+        return entry if found == oid else None
+
     ready: list[Record] = []
     taken, *_ = native_call(
         "feed_batch", core.feed_batch, [memoryview(_XLOG.pack(b"w", lsn, lsn, 0) + payload)],
-        0, tables, _unknown, (commit.commit_lsn, commit.commit_lsn_text, commit.tail, 5),
+        0, core.BatchTables(), learn, (commit.commit_lsn, commit.commit_lsn_text, commit.tail, 5),
         False, False, ready)
     if taken:
         assert isinstance(events, list) and converted, f"feed_batch took {payload!r}"
@@ -230,7 +231,7 @@ def fuzz_change(core: Core, data: bytes) -> None:
     streamed = payload[:1] + struct.pack(">I", XID) + payload[1:]
     taken, frame, *_ = native_call(
         "feed_batch", core.feed_batch, [memoryview(_XLOG.pack(b"w", lsn, lsn, 0) + streamed)],
-        0, tables, _unknown, None, True, False, [])
+        0, core.BatchTables(), learn, None, True, False, [])
     if taken:
         assert isinstance(events, list) and converted, f"the frame of {streamed!r}"
         spool = StreamSpool(_spool_root() / "frame")

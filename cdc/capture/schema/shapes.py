@@ -58,6 +58,7 @@ class ShapeRegistry:
         self._claims = TopicClaims(self.topics)  # topic → the table it is of
         self.catalog = TypeCatalog()
         self._shapes: dict[int, TableShape] = {}
+        self.generation = 0  # counts the changes of ``_shapes`` (caches of shapes watch it)
         self._column_types: dict[int, tuple[int, ...]] = {}  # relation oid → type OIDs
         self._types_checked_at = -TYPES_RECHECK_EVERY_S
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
@@ -156,6 +157,7 @@ class ShapeRegistry:
         self._shapes[relation.oid] = TableShape.of(
             relation, topic, self.catalog.codecs_for(oids), key_override, version,
             functools.partial(self.recheck_codec, relation.oid))
+        self.generation += 1
         return record, recreated
 
     def recheck_codec(self, relation_oid: int, index: int) -> Codec | None:
@@ -184,6 +186,7 @@ class ShapeRegistry:
             if any(self.catalog.depends_on(type_oid, changed) for type_oid in types):
                 self._shapes[oid] = dataclasses.replace(
                     shape, codecs=self.catalog.codecs_for(types))
+                self.generation += 1
                 log.info("a composite type of %s.%s changed: its codecs were rebuilt",
                          shape.schema, shape.table)
         types = self._column_types.get(relation_oid, ())

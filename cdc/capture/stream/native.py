@@ -38,8 +38,8 @@ BatchTable: TypeAlias = tuple[CORE.SnapshotPlan, str, bytes, bytes, bytes]
 class NativeChanges:
     """Row change messages of one replication session into ``assembler.ready``."""
 
-    __slots__ = ("_batch_tables", "_db", "_draining", "_leftover", "_tables", "assembler",
-                 "commit_ts", "decoder", "received_lsn")
+    __slots__ = ("_batch_tables", "_db", "_draining", "_leftover", "_shapes_seen", "_tables",
+                 "assembler", "commit_ts", "decoder", "received_lsn")
 
     def __init__(self, decoder: PgOutputDecoder, assembler: TransactionAssembler) -> None:
         self.decoder = decoder
@@ -50,9 +50,11 @@ class NativeChanges:
         # the committed streamed transaction draining, its spool bytes read not consumed
         self._draining: CommittedSpool | None = None
         self._leftover = b""
-        # the tables ``feed_batch`` converts while their shapes are current (filled through
-        # ``_learn``, emptied by ``forget_tables``)
-        self._batch_tables: dict[int, BatchTable] = {}
+        # the tables ``feed_batch`` converts while their shapes are current, kept natively
+        # between calls (filled through ``_learn``, emptied by ``forget_tables`` and when
+        # the registry's shapes changed: ``_shapes_seen``)
+        self._batch_tables = CORE.BatchTables()
+        self._shapes_seen = assembler.shapes.generation
         self.received_lsn = 0  # the end LSN of the last message ``feed_batch`` took
         self.commit_ts = 0  # the time of the last Commit ``feed_batch`` took (0: none)
 
@@ -73,6 +75,8 @@ class NativeChanges:
         self.commit_ts = 0
         if in_stream and stream_xid is None:
             return start
+        if assembler.shapes.generation != self._shapes_seen:  # e.g. a codec rebuilt
+            self.forget_tables()
         end, frames, committed, begun, seq, lsn = CORE.feed_batch(
             raw, start, self._batch_tables, self._learn, open_, in_stream, begins,
             assembler.ready)
@@ -116,6 +120,7 @@ class NativeChanges:
         """A message Python decoded may have changed a relation's shape (a Relation, a
         Type, a DDL message …): ``feed_batch`` looks its tables up again first."""
         self._batch_tables.clear()
+        self._shapes_seen = self.assembler.shapes.generation
 
     def drain(self, limit: int, max_bytes: int) -> None:
         """Move up to ``limit`` records (fewer once their values reach ``max_bytes``) of

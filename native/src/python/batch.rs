@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
 use super::dml::record;
 use super::snapshot::SnapshotPlan;
@@ -19,12 +19,39 @@ use crate::spool::{push_frame, Frame};
 const XLOG_HEADER: usize = 25;
 
 /// One relation's conversion, as `NativeChanges` hands it over.
-struct Table<'py> {
-    plan: Bound<'py, SnapshotPlan>,
-    topic: Bound<'py, PyString>,
+struct Table {
+    plan: Py<SnapshotPlan>,
+    topic: Py<PyString>,
     head: Vec<u8>,
     topic_bytes: Vec<u8>,
     source_names: Vec<u8>,
+}
+
+/// The relations `feed_batch` has looked up, kept between calls (a spread workload
+/// touches each of thousands of tables about once per call): OID → its conversion, or
+/// None when Python converts its changes. `NativeChanges` empties it whenever a shape
+/// may have changed (`clear`).
+#[pyclass(module = "distributary_native")]
+#[derive(Default)]
+pub struct BatchTables {
+    known: HashMap<u32, Option<Table>>,
+}
+
+#[pymethods]
+impl BatchTables {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forget every relation: each is looked up again (through `learn`) when next seen.
+    fn clear(&mut self) {
+        self.known.clear();
+    }
+
+    fn __len__(&self) -> usize {
+        self.known.len()
+    }
 }
 
 /// The transaction open while the batch is read.
@@ -48,9 +75,10 @@ type Outcome<'py> = (
 /// Take the messages of `raw` (CopyData payloads: bytes or memoryviews) from index
 /// `start` for as long as each is an XLogData holding one of:
 ///
-/// - an Insert, Update or Delete of a relation in `tables` (OID → `(plan, topic, head,
-///   topic UTF-8, source names)`; for an OID not in it, `learn(oid)` gives the tuple,
-///   kept in `tables`, or None: Python converts the relation's changes): inside a stream block (`stream`) its spool frame
+/// - an Insert, Update or Delete of a relation whose conversion `tables` holds (for an
+///   OID not in it, `learn(oid)` gives `(plan, topic, head, topic UTF-8, source names)`,
+///   or None: Python converts the relation's changes; either is kept in `tables`):
+///   inside a stream block (`stream`) its spool frame
 ///   (what `StreamSpool.add` writes) goes to `frames`; in the open transaction its
 ///   record (what `complete` makes of the event) is appended to `ready`;
 /// - with `begins`, the Begin of a normal transaction when none is open;
@@ -70,7 +98,7 @@ pub fn feed_batch<'py>(
     py: Python<'py>,
     raw: &Bound<'py, PyList>,
     start: usize,
-    tables: &Bound<'py, PyDict>,
+    tables: &Bound<'py, BatchTables>,
     learn: &Bound<'py, PyAny>,
     open: Option<(u64, Vec<u8>, Vec<u8>, u64)>,
     stream: bool,
@@ -83,10 +111,10 @@ pub fn feed_batch<'py>(
         tail,
         seq,
     });
+    let mut known = tables.try_borrow_mut()?;
     let mut tables = Tables {
-        tables,
+        known: &mut known.known,
         learn,
-        known: HashMap::new(),
     };
     let mut frames: Vec<u8> = Vec::new();
     let mut commit = None;
@@ -150,7 +178,7 @@ pub fn feed_batch<'py>(
                         Some(change) => {
                             let made = record(
                                 py,
-                                &table.topic,
+                                table.topic.bind(py),
                                 &change,
                                 transaction.commit_lsn,
                                 transaction.seq,
@@ -209,18 +237,17 @@ pub fn feed_batch<'py>(
     Ok((index, frames, commit, begin, seq, last_lsn))
 }
 
-/// The tables of a batch: `tables` (OID → conversion), and `learn(oid)` for one not
-/// in it (its conversion, then kept in `tables`, or None: Python converts its changes).
+/// The tables of a batch: those known, and `learn(oid)` for one not known yet (its
+/// conversion, or None: Python converts its changes; either is then known).
 struct Tables<'a, 'py> {
-    tables: &'a Bound<'py, PyDict>,
+    known: &'a mut HashMap<u32, Option<Table>>,
     learn: &'a Bound<'py, PyAny>,
-    known: HashMap<u32, Option<Table<'py>>>,
 }
 
-impl<'py> Tables<'_, 'py> {
-    /// The conversion of the relation whose OID is at byte `at` of `payload` (looked up
-    /// once per OID per batch); None when Python must convert its changes.
-    fn of(&mut self, payload: &[u8], at: usize) -> PyResult<Option<&Table<'py>>> {
+impl Tables<'_, '_> {
+    /// The conversion of the relation whose OID is at byte `at` of `payload`; None when
+    /// Python must convert its changes.
+    fn of(&mut self, payload: &[u8], at: usize) -> PyResult<Option<&Table>> {
         let Some(oid) = payload.get(at..at + 4) else {
             return Ok(None);
         };
@@ -228,17 +255,11 @@ impl<'py> Tables<'_, 'py> {
         let found = match self.known.entry(oid) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
             std::collections::hash_map::Entry::Vacant(entry) => {
-                let mut found = self.tables.get_item(oid)?;
-                if found.is_none() {
-                    let learned = self.learn.call1((oid,))?;
-                    if !learned.is_none() {
-                        self.tables.set_item(oid, &learned)?;
-                        found = Some(learned);
-                    }
-                }
-                let table = match found {
-                    Some(found) => Some(unpack(&found.cast_into::<PyTuple>()?)?),
-                    None => None,
+                let learned = self.learn.call1((oid,))?;
+                let table = if learned.is_none() {
+                    None
+                } else {
+                    Some(unpack(&learned.cast_into::<PyTuple>()?)?)
                 };
                 entry.insert(table)
             }
@@ -248,10 +269,10 @@ impl<'py> Tables<'_, 'py> {
 }
 
 /// `(plan, topic, head, topic UTF-8, source names)`.
-fn unpack<'py>(entry: &Bound<'py, PyTuple>) -> PyResult<Table<'py>> {
+fn unpack(entry: &Bound<'_, PyTuple>) -> PyResult<Table> {
     Ok(Table {
-        plan: entry.get_item(0)?.cast_into()?,
-        topic: entry.get_item(1)?.cast_into()?,
+        plan: entry.get_item(0)?.cast_into::<SnapshotPlan>()?.unbind(),
+        topic: entry.get_item(1)?.cast_into::<PyString>()?.unbind(),
         head: entry.get_item(2)?.extract()?,
         topic_bytes: entry.get_item(3)?.extract()?,
         source_names: entry.get_item(4)?.extract()?,

@@ -47,6 +47,7 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(partition::crc32, module)?)?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_rows, module)?)?;
     module.add_class::<snapshot::SnapshotPlan>()?;
+    module.add_class::<batch::BatchTables>()?;
     module.add_function(wrap_pyfunction!(snapshot::snapshot_batch, module)?)?;
     module.add_class::<snapshot::SnapshotBatch>()?;
     module.add_class::<snapshot::SnapshotPart>()?;

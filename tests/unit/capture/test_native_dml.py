@@ -395,3 +395,35 @@ def test_a_new_relation_message_rebuilds_the_plan(tmp_path: Path) -> None:
     values = [r.value for r in records[2] + records[6]]
     assert b'"v":2' in values[0] and b'"v":"2"' in values[1]
 
+
+def test_tables_are_kept_between_batches_until_a_shape_changes(tmp_path: Path) -> None:
+    """The native core keeps each table's conversion between ``feed_batch`` calls; when
+    the registry rebuilds a shape on its own (as ``recheck_codec`` does when a composite
+    type changed, with no message in the stream), the next call converts with the new
+    one."""
+    as_int = [("id", 23, True), ("v", 23, False)]
+    as_text = [("id", 23, True), ("v", 25, False)]
+    decoder, assembler = _session(tmp_path, "kept")
+    native = NativeChanges(decoder, assembler)
+
+    def converted(final_lsn: int) -> bytes:
+        begin, change, commit = _transaction([insert([b"1", b"2"])], final_lsn)
+        decode_into(native, begin, final_lsn - 0x30)
+        assert feed_change(native, change, final_lsn - 0x20)
+        decode_into(native, commit, final_lsn - 0x10)
+        return assembler.ready.pop().value
+
+    decode_into(native, _relation(as_int), 0x10)
+    assert b'"v":2' in converted(3 << 32)
+    assert len(native._batch_tables) == 1
+    assert b'"v":2' in converted(4 << 32)  # the same conversion, kept
+
+    # the registry's shape changes while the decoder saw no message
+    relation = decoder.decode(_relation(as_text))
+    assert isinstance(relation, pg.Relation)
+    assembler.shapes.learn(relation)
+    assert b'"v":"2"' in converted(5 << 32)
+
+    native.forget_tables()
+    assert len(native._batch_tables) == 0
+
