@@ -46,6 +46,11 @@ def sync_file(path: str) -> None:
         os.close(fd)
 
 
+# the most index entries a journaled writer gathers before writing them (64 entries: a
+# seek into the active segment scans at most ~256 KiB further than a complete index's)
+INDEX_PENDING_BYTES = 64 * INDEX_ENTRY.size
+
+
 def _write_all(fd: int, data: bytes) -> None:
     written = os.write(fd, data)
     if written < len(data):
@@ -86,7 +91,8 @@ class PartitionWriter:
 
     file_count = 2  # the segment and its index
     __slots__ = ("__weakref__", "_base", "_dirty", "_fd", "_index_fd", "_index_path",
-                 "_last_indexed", "_opened_at", "_pool", "_size", "_sync_error", "directory",
+                 "_index_pending", "_last_indexed", "_opened_at", "_pool", "_size",
+                 "_sync_error", "directory",
                  "fsync", "journaled", "last_position", "next_offset", "partition",
                  "segment_bytes", "segment_ms", "segment_path", "topic")
 
@@ -110,6 +116,8 @@ class PartitionWriter:
         self._base = 0
         self.segment_path = ""  # the active segment's file
         self._index_path = ""
+        # a journaled writer's index entries not written yet (``_put``)
+        self._index_pending = bytearray()
         self._size = 0
         self._opened_at = 0.0
         self._last_indexed = -INDEX_INTERVAL_BYTES
@@ -244,7 +252,12 @@ class PartitionWriter:
         if self.journaled:  # open, write, close: no file stays open, no pool to consult
             _append_once(self.segment_path, data, sync=sync and self.fsync)
             if index_entries:
-                _append_once(self._index_path, index_entries, create=True)
+                # gathered, to open the index once per INDEX_PENDING_BYTES: an index
+                # behind its segment only makes a seek scan further (recovery rebuilds
+                # the entries a crash lost from the segment itself)
+                self._index_pending += index_entries
+                if len(self._index_pending) >= INDEX_PENDING_BYTES:
+                    self._write_pending_index()
         else:
             self._write_pooled(data, index_entries, sync=sync)
         self._size += len(data)
@@ -268,8 +281,14 @@ class PartitionWriter:
         finally:
             pool.release(self)
 
+    def _write_pending_index(self) -> None:
+        if self._index_pending:
+            _append_once(self._index_path, bytes(self._index_pending), create=True)
+            self._index_pending.clear()
+
     def _finish_segment(self) -> None:
         """Make the active segment durable and close it (before rolling over)."""
+        self._write_pending_index()
         self._sync_open()
         if self.journaled:  # the journal may drop its copy at a checkpoint
             sync_file(self.segment_path)
@@ -327,6 +346,11 @@ class PartitionWriter:
 
     def close(self) -> None:
         """Make pending appends durable and close the segment and index files."""
+        try:
+            self._write_pending_index()
+        except OSError as exc:  # the segment is whole: the index is rebuilt on open
+            log.warning("cannot write index entries while closing: %s", exc,
+                        extra={"topic": self.topic, "partition": self.partition})
         self._pool.forget(self)
         if self._sync_error is not None:
             log.error("fsync failed while closing: %s", self._sync_error,

@@ -11,8 +11,9 @@ import orjson
 import pytest
 
 from cdc.errors import LogCorruptionError
-from cdc.log import Position, StartAt, TopicPartition, partition_for
+from cdc.log import Position, Record, StartAt, TopicPartition, partition_for
 from cdc.log.file import FileLog, FileLogSettings
+from cdc.log.file.segments import INDEX_ENTRY
 
 from .conftest import TOPIC, records, spawn
 
@@ -127,3 +128,42 @@ def test_kill_9_mid_append_loses_and_duplicates_nothing(log_dir: Path) -> None:
     # appending again continues right after the recovered end
     log.producer().append(records(range(1)))
     log.close()
+
+
+def _index_entries(log_dir: Path) -> int:
+    return sum(path.stat().st_size // INDEX_ENTRY.size
+               for path in (log_dir / TOPIC).glob("partition=*/*.index"))
+
+
+def _ids_from(log: FileLog, lsn: int) -> list[int]:
+    consumer = log.consumer(f"from-{lsn}", topics=[TOPIC], start=StartAt.at_lsn(lsn))
+    ids: list[int] = []
+    while batch := consumer.poll(5_000, timeout=0.3):
+        ids.extend(orjson.loads(m.key)["id"] for m in batch)
+    consumer.close()
+    return sorted(ids)
+
+
+def test_index_entries_gathered_in_memory_only_make_seeks_scan_further(
+        log_dir: Path) -> None:
+    """A journaled writer (a batch over several partitions) writes its index entries in
+    runs; meanwhile a seek into the tail is exact, and closing writes the rest. Entries
+    lost (a crash, here deleted) are rebuilt from the segments on open."""
+    log = FileLog(log_dir)
+    for start in range(0, 6_000, 60):  # a few index entries per partition and batch
+        log.producer().append([
+            Record(r.topic, r.key, r.value + b" " * 200, r.position)
+            for r in records(range(start, start + 60))])
+    gathered = _index_entries(log_dir)
+    assert _ids_from(log, 1000 + 5_500) == list(range(5_500, 6_000))
+    log.close()
+    written = _index_entries(log_dir)
+    assert 0 < gathered < written, "entries were gathered, then written at close"
+
+    for index in (log_dir / TOPIC).glob("partition=*/*.index"):
+        index.unlink()
+    log = FileLog(log_dir)
+    log.producer().append(records(range(6_000, 6_003)))
+    assert _ids_from(log, 1000 + 5_990) == list(range(5_990, 6_003))
+    log.close()
+    assert _index_entries(log_dir) > 0
