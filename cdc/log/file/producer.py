@@ -248,7 +248,9 @@ class FileProducer:
         now_ms = int(time.time() * 1000)
         writers = cast("dict[tuple[str, int], PartitionWriter]", self._writers)
         paths: list[str] = []
-        for key, batch in batches.items():
+        for i, (key, batch) in enumerate(batches.items()):
+            if i:
+                crash_point("mid_append")
             writer = writers.get(key) or self.writer(TopicPartition(*key))
             self._write_pieces(writer, batch, now_ms, sync=False)
             paths.append(writer.segment_path)

@@ -35,15 +35,17 @@ def test_existing_rows_are_read_then_changes_stream(capture_env: CaptureEnv,
     assert len(events) == 2502, "no overlap between the snapshot and the stream"
 
 
-def test_an_interrupted_snapshot_is_taken_again(capture_env: CaptureEnv) -> None:
+# batches of 10,000 rows: killed once the 2nd is durable (a file log has written the 3rd
+# by then), or while the 2nd is written, between two of its partitions (its lines in the
+# first, none in the others; the 1st batch's sync may still run)
+@pytest.mark.parametrize("crash_at", ["snapshot_batch:2", "mid_append:4"])
+def test_an_interrupted_snapshot_is_taken_again(capture_env: CaptureEnv, crash_at: str) -> None:
     from .test_capture_crash import start_capture
 
     env = capture_env
     env.sql("CREATE TABLE items (id int PRIMARY KEY, v text)",
             "INSERT INTO items SELECT g, 'v' FROM generate_series(1, 45000) g")
-    # batches of 10,000 rows; killed once the 2nd is durable (a file log has written the
-    # 3rd by then)
-    crashing = start_capture(env, "snapshot_batch:2")
+    crashing = start_capture(env, crash_at)
     assert crashing.wait(timeout=60) == -9, "killed in the middle of the snapshot"
     before_crash = len(env.events("items"))
     assert 0 < before_crash < 45000
