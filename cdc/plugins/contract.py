@@ -37,6 +37,7 @@ __all__ = [
     "SinkEvent",
     "SinkFactory",
     "SinkRejectedError",
+    "SinkStateLostError",
     "SinkUnavailableError",
     "Undecoded",
     "WriteResult",
@@ -202,3 +203,9 @@ class SinkUnavailableError(SinkError, TransientError):
 
 class SinkRejectedError(SinkError, TerminalError):
     """The target refused an event for good (mapping conflict, HTTP 4xx, too large)."""
+
+
+class SinkStateLostError(SinkError):
+    """The sink's own state lost changes it had applied (a failed commit of its store):
+    the worker stops, never retried or split into dead letters, and the connector starts
+    again from the sink's durable state."""

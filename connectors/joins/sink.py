@@ -37,11 +37,11 @@ import orjson
 
 from cdc.errors import TerminalError
 from cdc.log import Consumer, Message, Position, TopicPartition
-from connectors.contract import Rejection, Sink, SinkEvent, WriteResult
+from connectors.contract import Rejection, Sink, SinkEvent, SinkStateLostError, WriteResult
 from derived import JoinedView
 
 from .stage import JoinStage
-from .store import JoinStore, Table, table_id
+from .store import HeldBatchesLost, JoinStore, Table, table_id
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ StartOffset = Callable[[TopicPartition], int]
 DEFER_RECORDS = 50_000  # pending records written at the latest once this many are marked
 DEFER_SECONDS = 2.0  # … or once they waited this long
 RECORDS_PER_WRITE = 2_000
+HOLD_EVENTS = 20_000  # deferred batches are applied in one store transaction up to this
+HOLD_SECONDS = 1.0  # many events, or this long (a crash then reads them again)
 SPLIT_GRACE_S = 120.0  # a topic held in part this long stops the connector (a Kafka
 # group keeps a crashed member's partitions for its session timeout, 45 s by default)
 SPLIT_PAUSE_S = 0.2
@@ -90,6 +92,9 @@ class JoinedSink:
         self._flushes_pending = False
         self._at_least = 0
         self._writes: ThreadPoolExecutor | None = None  # writes a page while the next is built
+        self._held_events = 0  # applied in the store's transaction held open (``_hold``)
+        self._held_since = 0.0
+        self._broken: HeldBatchesLost | None = None  # applied batches were undone
 
     @property
     def store(self) -> JoinStore:
@@ -180,6 +185,7 @@ class JoinedSink:
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply the batch's new events to the store, then write the other events and,
         unless they are deferred (``_due``), the touched records."""
+        self._check_store()
         rejected: list[Rejection] = []
         passed: list[SinkEvent] = []
         applied: list[tuple[SinkEvent, Table]] = []
@@ -197,29 +203,62 @@ class JoinedSink:
             offsets[where] = max(offsets.get(where, 0), message.offset + 1)
             applied.append((item, table))
         self._at_least = max((item.version for item, _ in applied), default=self._at_least)
-        with self.store.transaction():
-            self.stage.preload(applied)
-            for item, table in applied:
-                try:
-                    self._marked += self.stage.apply(item, table)
-                except ValueError as exc:
-                    rejected.append(Rejection(item, f"joined views: {exc}"))
-            self.store.set_offsets(offsets)
-            if applied:
-                self.store.forget_old_deletes()
+        if applied and not self.store.held:
+            self._held_since = time.monotonic()
+        try:
+            with self.store.batch():
+                self.stage.preload(applied)
+                for item, table in applied:
+                    try:
+                        self._marked += self.stage.apply(item, table)
+                    except ValueError as exc:
+                        rejected.append(Rejection(item, f"joined views: {exc}"))
+                self.store.set_offsets(offsets)
+                if applied:
+                    self.store.forget_old_deletes()
+        except HeldBatchesLost as lost:
+            raise self._lost(lost) from lost
         self._next.update(offsets)
+        self._held_events += len(applied)
         result = self.inner.write(passed) if passed else WriteResult()
         rejected.extend(result.rejected)
         loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
         self._flushes_pending = self._due(len(batch), loading)
         if self._flushes_pending:
             rejected.extend(self._write_pending())
+        elif (self._held_events >= HOLD_EVENTS
+              or time.monotonic() - self._held_since >= HOLD_SECONDS):
+            self._commit_held()
         return WriteResult(rejected)
+
+    def _commit_held(self) -> None:
+        """Commit the batches the store holds open (``HOLD_EVENTS``): while a connector
+        catches up, its batches are applied in one store transaction, not one each."""
+        self._held_events = 0
+        try:
+            self.store.commit_held()
+        except HeldBatchesLost as lost:
+            raise self._lost(lost) from lost
+
+    def _lost(self, lost: HeldBatchesLost) -> SinkStateLostError:
+        """The error that stops the worker once applied batches were undone: their
+        offsets may be committed already, so the connector must start again from the
+        store's (``open``), which reads them again."""
+        self._broken = lost
+        return SinkStateLostError(
+            f"joined views: the state store lost the batches it held open ({lost.__cause__});"
+            " the connector starts again from the store's last commit")
+
+    def _check_store(self) -> None:
+        if self._broken is not None:
+            raise self._lost(self._broken)
 
     def write_deferred(self) -> list[Rejection]:
         """Write and flush the records deferred while catching up, if any (the runtime
         calls this when the connector is idle, nothing in flight); the refused ones."""
+        self._check_store()
         if self._marked == 0:
+            self._commit_held()
             return []
         self._flushes_pending = True
         rejected = self._write_pending()
@@ -247,6 +286,7 @@ class JoinedSink:
 
     def flush(self) -> None:
         """Flush the inner sink; then what was written is no longer pending."""
+        self._check_store()
         self.inner.flush()
         if self._flushes_pending:
             with self.store.transaction():
@@ -255,8 +295,13 @@ class JoinedSink:
             self._flushes_pending = False
 
     def close(self) -> None:
-        """Close the inner sink and the store."""
+        """Close the inner sink and the store (committing what it holds open)."""
         try:
+            if self._broken is None:
+                try:
+                    self._commit_held()
+                except SinkStateLostError as exc:  # behind then, never wrong
+                    log.warning("%s", exc)
             if self._writes is not None:
                 self._writes.shutdown()
             self.inner.close()
@@ -267,6 +312,7 @@ class JoinedSink:
         """Build and write every pending record, ``RECORDS_PER_WRITE`` at a time, each
         page's versions handed out (durably) before it is built; a page is built while
         the one before it is written."""
+        self._commit_held()  # what the records are built from is committed, then durable
         views = {view.target: view for view in self.stage.views}
         rejected: list[Rejection] = []
         writing: Future[list[Rejection]] | None = None

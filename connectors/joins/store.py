@@ -98,6 +98,11 @@ def _compact(made: bytes) -> bytes:
     return made.decode().encode()
 
 
+class HeldBatchesLost(Exception):
+    """The batches held open in the store were undone (their commit, or a later batch,
+    failed): the store is back at its last commit, behind what was applied."""
+
+
 class JoinStore:
     """The state of one connector's joined views (see the module docstring)."""
 
@@ -122,6 +127,7 @@ class JoinStore:
         self._link_writes: dict[tuple[str, str, bytes], dict[bytes, bool]] = {}
         self._pending_writes: set[tuple[str, bytes]] = set()
         self._indexes: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        self._held = False  # a transaction is open across batches (``batch``)
         for table, columns in sorted(set(indexes)):
             self._indexes.setdefault(table_id(table), []).append((columns_id(columns), columns))
         self.reindexed = self._reindex()
@@ -166,28 +172,81 @@ class JoinStore:
                 "WHERE tbl = ?", (target, table_id(table))).rowcount)
 
     def close(self) -> None:
-        """Close the database."""
+        """Close the database (batches still held are undone: the store stays behind,
+        never wrong)."""
+        self._held = False
         self._db.close()
 
     @contextmanager
     def transaction(self, durable: bool = False) -> Iterator[None]:
         """One atomic change of the store; ``durable``: on disk, with every transaction
-        before it, when this returns (otherwise at the next durable one)."""
+        before it, when this returns (otherwise at the next durable one). Batches held
+        open (``batch``) must be committed first (``commit_held``)."""
+        if self._held:
+            raise RuntimeError("a store transaction began while batches are held open")
         self._db.execute("PRAGMA synchronous=" + ("FULL" if durable else "NORMAL"))
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
             self._write_buffered()
         except BaseException:
-            self._db.execute("ROLLBACK")
-            self._rows.clear()
-            self._keys.clear()
-            self._truncated.clear()
-            self._row_writes.clear()
-            self._link_writes.clear()
-            self._pending_writes.clear()
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            self._forget_unwritten()
             raise
         self._db.execute("COMMIT")
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One atomic change of the store, in a transaction held open across batches
+        until ``commit_held``: many batches then cost one commit (each dirty page written
+        once, not once a batch). A failed batch is undone alone (a savepoint), the held
+        ones stay; ``HeldBatchesLost`` when SQLite undid the whole transaction."""
+        if not self._held:
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("BEGIN IMMEDIATE")
+            self._held = True
+        self._db.execute("SAVEPOINT batch")
+        try:
+            yield
+            self._write_buffered()
+        except BaseException as exc:
+            self._forget_unwritten()
+            if not self._db.in_transaction:  # an I/O error, a full disk: all undone
+                self._held = False
+                raise HeldBatchesLost(exc) from exc
+            self._db.execute("ROLLBACK TO batch")
+            self._db.execute("RELEASE batch")
+            raise
+        self._db.execute("RELEASE batch")
+
+    @property
+    def held(self) -> bool:
+        """True while batches are held open, not yet committed."""
+        return self._held
+
+    def commit_held(self) -> None:
+        """Commit the batches held open, if any; ``HeldBatchesLost`` when that fails (they
+        are undone)."""
+        if not self._held:
+            return
+        self._held = False
+        try:
+            self._db.execute("COMMIT")
+        except BaseException as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            self._forget_unwritten()
+            raise HeldBatchesLost(exc) from exc
+
+    def _forget_unwritten(self) -> None:
+        """Drop the buffered writes and the caches (they may hold undone changes)."""
+        self._rows.clear()
+        self._keys.clear()
+        self._truncated.clear()
+        self._row_writes.clear()
+        self._link_writes.clear()
+        self._pending_writes.clear()
 
     def _write_buffered(self) -> None:
         """Write the rows, links and pending keys changed in this transaction."""
@@ -199,8 +258,8 @@ class JoinStore:
             [(*where, orjson.dumps(row), *position) for where, (row, position) in rows.items()
              if row is not None])
         links, self._link_writes = self._link_writes, {}
-        changes = [(*where, key, added) for where, keys in links.items()
-                   for key, added in keys.items()]
+        changes = sorted((*where, key, added) for where, keys in links.items()
+                         for key, added in keys.items())  # in the index's order
         self._db.executemany("DELETE FROM links WHERE tbl = ? AND cols = ? AND val = ? AND "
                              "key = ?", [change[:4] for change in changes if not change[4]])
         self._db.executemany("INSERT OR IGNORE INTO links (tbl, cols, val, key) VALUES "

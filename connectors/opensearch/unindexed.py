@@ -43,7 +43,7 @@ def unindexed_fields(document: Mapping[str, Any],
     for name, value in document.items():
         mapping = mappings.get(name)
         if value is not None and mapping is not None:
-            _collect(name, value, mapping, found)
+            _collect(name, value, mapping, found, None)
     return found
 
 
@@ -62,30 +62,48 @@ def always_fitting(mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, froze
     return table
 
 
+# ``always_fitting`` of the mappings met in one batch, by their identity (the properties
+# of an object field: a joined record's customer, each of its items)
+_Fitting = dict[int, dict[str, frozenset[type]]]
+
+
 def _unindexed_quickly(document: Mapping[str, Any], mappings: Mapping[str, Mapping[str, Any]],
-                       fitting: Mapping[str, frozenset[type]]) -> list[str]:
+                       fitting: Mapping[str, frozenset[type]],
+                       objects: _Fitting | None = None) -> list[str]:
     """``unindexed_fields``, skipping the values ``fitting`` (``always_fitting``) vouches
-    for and in-range integers of ``long`` fields."""
+    for, and so those of objects' properties (``objects``: theirs, kept for a batch), and
+    in-range integers of ``long`` fields."""
     found: list[str] = []
+    _collect_fields("", document, mappings, fitting, found, {} if objects is None else objects)
+    return found
+
+
+def _collect_fields(prefix: str, document: Mapping[str, Any],
+                    mappings: Mapping[str, Mapping[str, Any]],
+                    fits: Mapping[str, frozenset[type]], found: list[str],
+                    objects: _Fitting | None) -> None:
     for name, value in document.items():
         kind = type(value)
-        if kind in fitting.get(name, ()) or value is None:
+        if kind in fits.get(name, ()) or value is None:
             continue
         mapping = mappings.get(name)
         if mapping is None:
             continue
         if kind is int and _LONG_MIN <= value <= _LONG_MAX and mapping.get("type") == "long":
             continue
-        _collect(name, value, mapping, found)
-    return found
+        _collect(prefix + name, value, mapping, found, objects)
 
 
-def _collect(path: str, value: Any, mapping: Mapping[str, Any], found: list[str]) -> None:
+def _collect(path: str, value: Any, mapping: Mapping[str, Any], found: list[str],
+             objects: _Fitting | None) -> None:
+    """Add to ``found`` the paths in ``value`` that ``mapping`` cannot index; with
+    ``objects``, objects' properties are vouched for as ``_unindexed_quickly`` does
+    (without, every value is looked at: the reference)."""
     kind = mapping.get("type", "object" if "properties" in mapping else None)
     if isinstance(value, list) and kind != "flat_object":
         for item in value:
             if item is not None:
-                _collect(path, item, mapping, found)
+                _collect(path, item, mapping, found, objects)
                 if found and found[-1] == path:
                     return
         return
@@ -94,9 +112,11 @@ def _collect(path: str, value: Any, mapping: Mapping[str, Any], found: list[str]
             found.append(path)
             return
         properties = mapping.get("properties") or {}
-        for name, item in value.items():
-            if item is not None and name in properties:
-                _collect(f"{path}.{name}", item, properties[name], found)
+        fits: Mapping[str, frozenset[type]] = {}
+        if objects is not None:
+            fits = objects.get(id(properties)) or objects.setdefault(
+                id(properties), always_fitting(properties))
+        _collect_fields(path + ".", value, properties, fits, found, objects)
     elif not _fits(value, kind):
         found.append(path)
 
@@ -132,8 +152,9 @@ class UnindexedValues:
         """Count the unindexable values of ``documents`` written through ``alias``."""
         total = 0
         fitting = always_fitting(mappings)
+        objects: _Fitting = {}  # the batch's mappings do not change while it is checked
         for document in documents:
-            for field in _unindexed_quickly(document, mappings, fitting):
+            for field in _unindexed_quickly(document, mappings, fitting, objects):
                 total += 1
                 UNINDEXED.labels(alias, field).inc()
                 if (alias, field) not in self._warned:

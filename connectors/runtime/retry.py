@@ -11,7 +11,8 @@ What is retried:
   few times only (``unexpected_attempts``), logged with its traceback each time, then
   handed on as ``WriteRefusedError``, so a bug is never retried forever in silence.
 
-``TerminalError`` is never retried: it becomes ``WriteRefusedError`` at once. Every
+``TerminalError`` is never retried: it becomes ``WriteRefusedError`` at once;
+``SinkStateLostError`` is never retried either, and handed on as it is. Every
 retry is logged with the connector, the action, the attempt number, the delay and the
 error; while a call is retrying, ``Retrier.problem`` says what and why (the connector's
 reason on ``/healthz`` and the status page: a password changed under a running pipeline
@@ -31,6 +32,7 @@ from typing import TypeVar
 from cdc.backoff import ExponentialBackoff
 from cdc.config import RetryConfig
 from cdc.errors import ConfigError, TerminalError, TransientError
+from connectors.contract import SinkStateLostError
 
 from .errors import RetriesExhaustedError, StopRequested, WriteRefusedError, describe
 
@@ -116,8 +118,10 @@ class Retrier:
             attempt += 1
             try:
                 return operation()
-            except (StopRequested, WriteRefusedError, RetriesExhaustedError, ConfigError):
-                raise  # ConfigError: a setting to fix (a login refused at start), not retried
+            except (StopRequested, WriteRefusedError, RetriesExhaustedError, ConfigError,
+                    SinkStateLostError):
+                raise  # ConfigError: a setting to fix (a login refused at start), not retried;
+                # SinkStateLostError: the worker stops, to start again from the sink's state
             except TerminalError as exc:
                 raise WriteRefusedError(action, exc) from exc
             except Exception as exc:  # classified below; nothing is swallowed

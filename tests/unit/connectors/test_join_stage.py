@@ -5,6 +5,7 @@ over ``RowsInMemory``), batch after batch."""
 from __future__ import annotations
 
 import random
+import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from cdc.log import Consumer, Message, Position, TopicPartition
 from cdc.plugins.contract import SinkUnavailableError
-from connectors.contract import Sink, SinkEvent, WriteResult
+from connectors.contract import Sink, SinkEvent, SinkStateLostError, WriteResult
 from connectors.joins import JoinedSink, JoinStage, JoinStore
 from connectors.joins.sink import SplitJoinError
 from connectors.joins.stage import store_indexes
@@ -404,3 +405,100 @@ def test_a_member_holding_part_of_a_topic_waits_then_stops(
     with pytest.raises(SplitJoinError, match=r"holds \[1\] of its 3"):
         sink.admit(batch[:1], cast(Consumer, consumer), lambda where: 0, lambda topic: 3)
     sink.store.close()
+
+
+def _loading(table: str, ids: Sequence[int], offset: int) -> list[SinkEvent]:
+    """Snapshot reads of ``ids`` (an initial load), at offsets from ``offset``."""
+    def row(key: int) -> dict[str, Any]:
+        if table == "orders":
+            return {"id": key, "customer_id": 1, "note": "n"}
+        return {"id": key, "name": f"c{key}", "email": "e"}
+
+    return [SinkEvent(Message(f"app.public.{table}", 0, offset + n, 0, b"", b"{}",
+                              Position(offset + n + 1, 0), False),
+                      {"op": "r", "key": {"id": key}, "before": None, "after": row(key),
+                       "source": {"schema": "public", "table": table}}, offset + n + 1)
+            for n, key in enumerate(ids)]
+
+
+def test_loading_batches_share_a_transaction_and_a_failed_one_is_undone_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, store_indexes([SHOP]))
+    inner = _RecordingSink()
+    sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=3)
+    sink.write(_loading("orders", [1, 2, 3], 0))  # full batches of reads: deferred, held
+    sink.write(_loading("orders", [4, 5, 6], 3))
+    assert store.held and inner.written == []
+    committed = JoinStore(path, store_indexes([SHOP]))  # what a crash now would leave
+    assert committed.next_offsets() == {} and not committed.has_pending()
+    committed.close()
+
+    apply = JoinStage.apply
+
+    def failing(stage: JoinStage, event: SinkEvent, table: tuple[str, str]) -> int:
+        if event.event["key"]["id"] == 8:
+            raise OSError("a failure in the middle of a batch")
+        return apply(stage, event, table)
+
+    monkeypatch.setattr(JoinStage, "apply", failing)
+    with pytest.raises(OSError):
+        sink.write(_loading("orders", [7, 8, 9], 6))
+    monkeypatch.setattr(JoinStage, "apply", apply)
+    assert store.held and store.row(("public", "orders"), b'{"id":7}') is None
+    assert store.row(("public", "orders"), b'{"id":6}') is not None  # the held ones stay
+    sink.write(_loading("orders", [7, 8, 9], 6))  # the retry
+    sink.write(_loading("customers", [1], 0))  # not full: caught up, records written
+    assert not store.held
+    written = {item.event["key"]["id"]: item.event["after"] for item in inner.written}
+    assert sorted(written) == list(range(1, 10))
+    assert all(record["customer"] == {"name": "c1", "email": "e"}
+               for record in written.values())
+    sink.flush()
+    sink.close()
+    again = JoinStore(path, store_indexes([SHOP]))
+    assert again.next_offsets() == {TopicPartition("app.public.orders", 0): 9,
+                                    TopicPartition("app.public.customers", 0): 1}
+    assert not again.has_pending()
+    again.close()
+
+
+class _CommitFails:
+    """A SQLite connection whose COMMITs fail (a disk gone bad)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def execute(self, statement: str, *args: Any) -> sqlite3.Cursor:
+        if statement == "COMMIT":
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.execute(statement, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def test_held_batches_lost_stop_the_sink_and_are_read_again_from_the_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("connectors.joins.sink.HOLD_EVENTS", 6)
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, store_indexes([SHOP]))
+    sink = JoinedSink(cast(Sink, _RecordingSink()), JoinStage([SHOP], store),
+                      lambda s, t: f"{s}.{t}", set(), batch_size=3)
+    sink.write(_loading("orders", [1, 2, 3], 0))
+    store._db = cast(sqlite3.Connection, _CommitFails(store._db))
+    with pytest.raises(SinkStateLostError, match="disk I/O error"):
+        sink.write(_loading("orders", [4, 5, 6], 3))  # 6 events held: committed, failing
+    assert not store.held and store.row(("public", "orders"), b'{"id":1}') is None
+    with pytest.raises(SinkStateLostError):  # never applied over the gap
+        sink.write(_loading("orders", [7], 6))
+    with pytest.raises(SinkStateLostError):
+        sink.flush()
+    with pytest.raises(SinkStateLostError):
+        sink.write_deferred()
+    sink.close()
+    again = JoinStore(path, store_indexes([SHOP]))
+    # a new sink resumes from the store: partition 0 is read from its start again
+    assert again.next_offsets() == {} and not again.has_pending()
+    again.close()

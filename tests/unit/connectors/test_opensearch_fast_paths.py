@@ -76,3 +76,28 @@ def test_the_quick_check_finds_what_the_full_one_finds() -> None:
             document = {name: value}
             assert _unindexed_quickly(document, MAPPINGS, fitting) == unindexed_fields(
                 document, MAPPINGS), document
+
+
+JOINED = {"id": LONG, "customer": {"properties": {"name": TEXT, "n": LONG, "at": DATE}},
+          "items": {"properties": {"line": LONG, "note": KEYWORD,
+                                   "product": {"properties": {"title": TEXT, "n": LONG}}}}}
+JOINED_VALUES: list[Any] = [
+    None, 1, 2**64, "x", "infinity", "2026-01-01", 1.5, {"a": 1}, [1, 2], [None],
+    {"name": "x", "n": 2**64, "at": "infinity"}, {"name": {"x": 1}, "n": -(2**63)},
+    [{"line": 1, "note": {"y": 2}, "product": {"title": "t", "n": "NaN"}}, None,
+     {"line": "2", "product": [{"n": 2**63}, {"title": ["a", {"b": 1}]}]}],
+    [{"line": 3, "note": "n", "product": None}, {"product": "scalar"}],
+]
+
+
+def test_the_quick_check_of_objects_finds_what_the_full_one_finds() -> None:
+    """A joined record's objects (a customer, a list of items, their products): their
+    properties are vouched for by type at every level, the rest looked at."""
+    fitting = always_fitting(JOINED)
+    rng = random.Random(5)
+    for _ in range(3_000):
+        documents = [{name: rng.choice(JOINED_VALUES) for name in JOINED} for _ in range(3)]
+        objects: dict[int, dict[str, frozenset[type]]] = {}  # shared by a batch, as observe
+        for document in documents:
+            assert _unindexed_quickly(document, JOINED, fitting, objects) == unindexed_fields(
+                document, JOINED), document

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from cdc.config import RetryConfig
-from connectors.contract import SinkRejectedError, SinkUnavailableError
+from connectors.contract import SinkRejectedError, SinkStateLostError, SinkUnavailableError
 from connectors.runtime import (
     Retrier,
     RetriesExhaustedError,
@@ -103,6 +103,14 @@ def test_terminal_errors_are_never_retried() -> None:
     with pytest.raises(WriteRefusedError) as refused:
         retrier(RetryPolicy(), delays).call("write", failing([SinkRejectedError("bad")]))
     assert delays == [] and isinstance(refused.value.cause, SinkRejectedError)
+
+
+def test_a_sink_that_lost_its_state_is_neither_retried_nor_refused() -> None:
+    delays: list[float] = []
+    lost = SinkStateLostError("the state store lost its held batches")
+    with pytest.raises(SinkStateLostError) as raised:  # not WriteRefusedError: no split
+        retrier(RetryPolicy(), delays).call("write", failing([lost]))
+    assert raised.value is lost and delays == []
 
 
 def test_unexpected_errors_get_a_few_attempts_then_are_refused(
