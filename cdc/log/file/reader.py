@@ -18,7 +18,9 @@ from .handles import HandlePool
 from .segments import INDEX_SUFFIX, SparseIndex, list_segments, segment_for, segment_name
 from .topics import read_meta
 
-READ_CHUNK = 1 << 20
+READ_CHUNK = 1 << 20  # the most one read takes (a longer record is read on to its end)
+MIN_READ = 4 << 10  # the least: a read sized to its records (``_read_size``)
+FIRST_LINE_BYTES = 1024  # a record's size guessed before one is read
 
 
 class PartitionReader:
@@ -29,8 +31,8 @@ class PartitionReader:
     """
 
     file_count = 1
-    __slots__ = ("__weakref__", "_base", "_file", "_partial", "_pool", "_pos", "_skipping",
-                 "directory", "next_offset", "partition", "topic")
+    __slots__ = ("__weakref__", "_at_end", "_base", "_file", "_line_bytes", "_partial", "_pool",
+                 "_pos", "_skipping", "directory", "next_offset", "partition", "topic")
 
     def __init__(self, directory: Path, topic: str, partition: int,
                  pool: HandlePool | None = None) -> None:
@@ -44,6 +46,8 @@ class PartitionReader:
         self._pos = 0          # byte position of the next unread line
         self._partial = b""    # bytes after _pos, last read, that hold no full line
         self._skipping = False  # after a seek: records below next_offset are skipped
+        self._line_bytes = FIRST_LINE_BYTES  # the records' mean size, as read so far
+        self._at_end = False  # the last read reached the end of the file
 
     def seek(self, offset: int) -> None:
         """Position the cursor at the first record with offset ≥ ``offset`` (lazily: no
@@ -88,8 +92,16 @@ class PartitionReader:
                     return []
             while True:
                 batch = self._read_lines(max_records)
-                if batch or not self._advance_segment():
+                if batch:
                     return batch
+                if self._at_end and not self._advance_segment():
+                    return batch  # otherwise the lines read were skipped: read on
+
+    def _read_size(self, limit: int) -> int:
+        """Bytes to read for ``limit`` records: about their size, so that a consumer
+        taking a few records of each of many partitions does not read (and copy) a whole
+        ``READ_CHUNK`` for each, only to read most of it again next time."""
+        return min(READ_CHUNK, max(MIN_READ, limit * self._line_bytes * 5 // 4))
 
     def _read_lines(self, limit: int) -> list[Message]:
         assert self._file is not None
@@ -97,11 +109,14 @@ class PartitionReader:
         # which costs less than joining it to the next chunk
         self._file.seek(self._pos)
         parts = []
-        while True:  # a record longer than READ_CHUNK is read whole in one call
-            data = self._file.read(READ_CHUNK)
+        size = self._read_size(limit)
+        while True:  # a record longer than the read is read on, READ_CHUNK at a time
+            data = self._file.read(size)
             parts.append(data)
-            if not data or b"\n" in data:
+            if len(data) < size or b"\n" in data:
                 break
+            size = READ_CHUNK
+        self._at_end = len(parts[-1]) < size
         chunk = parts[0] if len(parts) == 1 else b"".join(parts)
         # one call decodes every complete line (checksum, framing, growing offsets)
         batch = decode_lines(chunk, 0, limit, self.topic, self.partition, self.next_offset,
@@ -112,6 +127,8 @@ class PartitionReader:
         start = batch.end
         self._pos += start
         self._partial = chunk[start:] if chunk.find(b"\n", start) < 0 else b""
+        if batch.messages:
+            self._line_bytes = max(1, start // len(batch.messages))
         return batch.messages
 
     def _advance_segment(self) -> bool:
