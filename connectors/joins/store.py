@@ -29,8 +29,10 @@ with ``synchronous=FULL``, the others with ``NORMAL``: a record is sent only aft
 versions of its page are handed out, and that commit puts every earlier transaction of
 the write-ahead log on disk with it, so what a record was computed from is on disk before
 it is sent, while a connector catching up (its records deferred) does not wait for a disk
-flush per batch. Within a transaction, rows, links and pending keys are written in bulk
-at its commit (reads see them before). Memory stays bounded by SQLite's page cache
+flush per batch. A catching-up connector's batches share one transaction (``batch``: a
+savepoint each, committed by ``commit_held``), so a page changed by many batches is
+written once. Within a transaction or batch, rows, links and pending keys are written in
+bulk at its end (reads see them before). Memory stays bounded by SQLite's page cache
 (``cache_size``) and the caches of ``CACHED`` rows and key lists, whatever the tables'
 sizes.
 """
