@@ -54,7 +54,7 @@ from derived.join_build import Keyed
 Table = tuple[str, str]
 
 CACHE_KIB = 32 * 1024
-CACHED = 50_000  # rows, and key lists of join values, kept decoded in memory
+CACHED = 20_000  # rows, and key lists of join values, kept decoded in memory
 KEPT_DELETES = 100_000  # deleted rows kept for the insert of a key change read after them
 
 _SCHEMA = (
