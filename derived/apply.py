@@ -12,7 +12,7 @@ reads columns back from a stored record where the view copied them verbatim.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,18 @@ Record = dict[str, Any]
 def apply_view(view: ViewDefinition | None, row: Mapping[str, Any]) -> Record | None:
     """The record ``view`` derives from ``row``, or ``None`` if the filter rejects it."""
     return apply_view_keeping(view, row, frozenset())
+
+
+def view_applier(view: ViewDefinition | None) -> Callable[[dict[str, Any]], Record | None]:
+    """``apply_view`` of ``view`` as one function of a row (a dict), for a caller that
+    applies the same view to many rows."""
+    if view is None:
+        return dict
+    applier = _applier(view)
+    return lambda row: applier.apply(row, _NOTHING_KEPT)
+
+
+_NOTHING_KEPT: frozenset[str] = frozenset()
 
 
 def apply_view_keeping(view: ViewDefinition | None, row: Mapping[str, Any],

@@ -12,14 +12,13 @@ both sides, as a foreign key has. A NULL in any join column joins nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
-from .apply import Record, apply_view
+from .apply import Record, view_applier
 from .joins import JoinedTable, JoinLevel
-from .view import ViewDefinition
 
 Row = dict[str, Any]
 Keyed = tuple[Row, Row]  # (key columns, row)
@@ -38,6 +37,9 @@ class JoinRows(Protocol):
 def join_values(row: Mapping[str, Any], columns: Sequence[str]) -> tuple[Any, ...] | None:
     """The values of ``columns`` in ``row``; ``None`` when one is NULL or absent (a NULL
     joins nothing, as in SQL)."""
+    if len(columns) == 1:  # the usual join: one column, no generator
+        value = row.get(columns[0])
+        return None if value is None else (value,)
     values = tuple(row.get(column) for column in columns)
     return None if any(value is None for value in values) else values
 
@@ -47,6 +49,9 @@ def sort_value(value: Any) -> tuple[Any, ...]:
     timestamps by time (fractions of any length), other text by code point, NULL last."""
     if value is None:
         return (3,)
+    kind = type(value)
+    if kind is int or kind is float or kind is bool:  # the usual case, tested first
+        return (0, value)
     if isinstance(value, bool | int | float):
         return (0, value)
     if isinstance(value, str):
@@ -84,7 +89,7 @@ class _Joined:
 @dataclass(frozen=True, slots=True)
 class _Level:
     config: JoinLevel  # held, so the id it is cached under stays this level's
-    view: ViewDefinition
+    apply: Callable[[Row], Record | None]  # the level's view (``apply_view``)
     lookups: tuple[_Joined, ...]
     nested: tuple[_Joined, ...]
 
@@ -95,7 +100,8 @@ _PLANS: dict[int, _Level] = {}
 def _plan(level: JoinLevel) -> _Level:
     plan = _PLANS.get(id(level))
     if plan is None or plan.config is not level:
-        plan = _PLANS[id(level)] = _Level(level, level.view, tuple(map(_joined, level.lookups)),
+        plan = _PLANS[id(level)] = _Level(level, view_applier(level.view),
+                                          tuple(map(_joined, level.lookups)),
                                           tuple(map(_joined, level.nested)))
     return plan
 
@@ -107,7 +113,7 @@ def _joined(joined: JoinedTable) -> _Joined:
 
 
 def _build(level: _Level, row: Row, rows: JoinRows) -> Record | None:
-    record = apply_view(level.view, row)
+    record = level.apply(row)
     if record is None:
         return None
     for lookup in level.lookups:
