@@ -132,8 +132,13 @@ class ConnectorRunner:
     # -- state ---------------------------------------------------------------------
     @property
     def problem(self) -> str | None:
-        """What a worker is retrying and why, while it does."""
-        return self._retrier.problem
+        """What a worker is retrying and why, while it does; else what a worker's log
+        client reports going wrong while it reads."""
+        retrying = self._retrier.problem
+        if retrying is not None:
+            return retrying
+        return next((problem for worker in self._workers
+                     if (problem := worker.consumer_problem) is not None), None)
 
     @property
     def failures(self) -> list[BaseException]:

@@ -93,6 +93,7 @@ class ConnectorWorker:
         self._stop = stop
         self.failure: BaseException | None = None
         self.dropped = 0
+        self._consumer: Consumer | None = None
         self._sink: Sink | None = None
         self._build_error: Exception | None = None
         try:
@@ -111,7 +112,7 @@ class ConnectorWorker:
         try:
             if sink is None:
                 raise self._build_error or RuntimeError("ConnectorWorker.run called twice")
-            consumer = setup.log.consumer(
+            consumer = self._consumer = setup.log.consumer(
                 setup.group, topics=connector.topics or (), start=setup.start,
                 pattern=connector.topic_pattern, backpressure=backpressure_of(connector))
             setup.retrier.call("open", sink.open)
@@ -130,6 +131,13 @@ class ConnectorWorker:
                 self._close_sink(sink)
             if consumer is not None:
                 consumer.close()
+
+    @property
+    def consumer_problem(self) -> str | None:
+        """What the log's client reports going wrong while it reads (a Kafka login
+        refused, brokers out of reach), if it says (a ``problem`` attribute)."""
+        problem = getattr(self._consumer, "problem", None)
+        return problem if isinstance(problem, str) else None
 
     def _close_sink(self, sink: Sink) -> None:
         try:

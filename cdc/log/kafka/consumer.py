@@ -16,12 +16,15 @@ from cdc.errors import LogError
 from ..records import Backpressure, BackpressurePolicy, Message, StartAt, StartKind, TopicPartition
 from .headers import to_message
 from .pattern import TopicPattern
+from .producer import reason
 from .retry import retrying
 
 log = logging.getLogger(__name__)
 
 DROP_CHECK_EVERY_S = 0.5
 TIMEOUT_S = 30.0
+PROBLEM_HOLD_S = 30.0  # a client error is shown this long (librdkafka reports a refused
+# login again at each reconnect, every 10 s at most), or until records come again
 
 
 class KafkaConsumer:
@@ -44,10 +47,11 @@ class KafkaConsumer:
         self._backpressure = backpressure or Backpressure()
         fallback = (self._start.fallback if self._start.kind is StartKind.COMMITTED
                     else self._start.kind)
+        self._problem: tuple[int | None, str | None, float] = (None, None, 0.0)
         self._consumer = Consumer({
             **config, **(fetch_config or {}), "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "latest" if fallback is StartKind.LATEST else "earliest",
-            "partition.assignment.strategy": "roundrobin",
+            "partition.assignment.strategy": "roundrobin", "error_cb": self._client_error,
         })
         self._config = config
         self.group = group
@@ -61,6 +65,24 @@ class KafkaConsumer:
         self._subscription: list[str] = []
         self._subscribe(list(topics) if self._pattern is None
                         else self._pattern.matching(self._consumer))
+
+    def _client_error(self, error: KafkaError) -> None:
+        """librdkafka's ``error_cb`` (served while polling): it retries on its own; the
+        error is kept as ``problem`` (a refusal over the connection errors that follow
+        it: ``producer.reason``)."""
+        code, text, _ = self._problem
+        if time.monotonic() - self._problem[2] > PROBLEM_HOLD_S:
+            code, text = None, None  # an old one: the new error replaces it whatever it is
+        code, text = reason(code, text, error)
+        self._problem = (code, text, time.monotonic())
+
+    @property
+    def problem(self) -> str | None:
+        """What the client reported going wrong in the last ``PROBLEM_HOLD_S`` (a login
+        refused, brokers out of reach) while no record came: the connector's reason on
+        ``/healthz``; ``None`` when all is well."""
+        _, text, when = self._problem
+        return text if time.monotonic() - when <= PROBLEM_HOLD_S else None
 
     def _subscribe(self, topics: list[str]) -> None:
         """Subscribe to ``topics`` if they differ from the current subscription."""
@@ -164,6 +186,8 @@ class KafkaConsumer:
                 message.offset + 1)
         if not out:
             self._commit_skipped()
+        else:
+            self._problem = (None, None, 0.0)  # records came: the client is well again
         return out
 
     def _commit_skipped(self) -> None:

@@ -25,6 +25,7 @@ from confluent_kafka.admin._scram import (
 from cdc.config.event_log import LogConfig
 from cdc.errors import ConfigError
 from cdc.log.kafka import KafkaLog
+from cdc.log.kafka.consumer import KafkaConsumer
 from cdc.log.kafka.producer import KafkaProducer
 from cdc.log.open import open_log
 from cdc.log.records import Record, StartAt
@@ -253,17 +254,22 @@ def test_a_consumer_whose_password_turns_wrong_waits_and_reads_on(broker: Broker
         while not values and time.monotonic() < deadline:
             values += [m.value for m in consumer.poll(timeout=1.0)]
         consumer.commit()
+        assert isinstance(consumer, KafkaConsumer) and consumer.problem is None
         set_password(broker, WRONG)
         try:
             time.sleep(6)  # every connection has had to log in again, and failed
             for _ in range(8):  # polls meanwhile: nothing, and no error
                 values += [m.value for m in consumer.poll(timeout=1.0)]
+            problem = consumer.problem  # what /healthz shows as the connector's reason
+            assert problem is not None and "Authentication failed" in problem, problem
+            assert WRONG not in problem and PASSWORD not in problem
         finally:
             set_password(broker, PASSWORD)
         log.producer().append([Record(topic, b'"late"', b'{"n": 2}')])
         deadline = time.monotonic() + 90
         while len(values) < 2 and time.monotonic() < deadline:
             values += [m.value for m in consumer.poll(timeout=1.0)]
+        assert consumer.problem is None, "cleared once records came again"
         consumer.commit()
         consumer.close()
         assert values == [b'{"n": 1}', b'{"n": 2}']

@@ -242,3 +242,33 @@ def test_a_failed_batch_leaves_the_batches_behind_it_uncommitted(
     assert runner.failures
     assert sink.written_keys[:2] == [3, 4]  # written behind the failed batch
     assert committed(event_log) == {}
+
+
+def test_what_the_log_client_reports_is_the_connectors_problem(
+        event_log: FileLog, fake_sinks: SinkBuilders, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Kafka consumer's ``problem`` (a login refused while it reads) is the connector's
+    reason on /healthz; a file log's consumer has none."""
+    install(fake_sinks, RecordingSink())
+    consumers: list[object] = []
+    open_consumer = event_log.consumer
+
+    def consumer(*args: object, **kwargs: object) -> object:
+        made = open_consumer(*args, **kwargs)  # type: ignore[arg-type]
+        consumers.append(made)
+        return made
+
+    monkeypatch.setattr(event_log, "consumer", consumer)
+    runner = make_runner(event_log, make_connector(), RuntimeMetrics(),
+                         start=StartAt.earliest())
+    seen: list[str | None] = []
+
+    def reported() -> bool:
+        if not consumers:
+            return False
+        seen.append(runner.problem)
+        consumers[0].problem = "Kafka: SASL authentication error: Authentication failed"  # type: ignore[attr-defined]
+        return runner.problem is not None
+
+    run_until(runner, reported)
+    assert seen[0] is None
+    assert runner.problem == "Kafka: SASL authentication error: Authentication failed"
