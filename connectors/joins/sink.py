@@ -26,18 +26,28 @@ store (a new host, a deleted file) reads the topics from their first offset
 
 from __future__ import annotations
 
+import functools
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from itertools import groupby
 from operator import itemgetter
+from typing import ParamSpec, TypeVar
 
 import orjson
 
 from cdc.errors import TerminalError
 from cdc.log import Consumer, Message, Position, TopicPartition
-from connectors.contract import Rejection, Sink, SinkEvent, SinkStateLostError, WriteResult
+from connectors.contract import (
+    Rejection,
+    Sink,
+    SinkEvent,
+    SinkStateLostError,
+    SinkUnavailableError,
+    WriteResult,
+)
 from derived import JoinedView
 
 from .stage import JoinStage
@@ -46,6 +56,8 @@ from .store import HeldBatchesLost, JoinStore, Table, table_id
 log = logging.getLogger(__name__)
 
 StartOffset = Callable[[TopicPartition], int]
+T = TypeVar("T")
+P = ParamSpec("P")
 
 DEFER_RECORDS = 50_000  # pending records written at the latest once this many are marked
 DEFER_SECONDS = 2.0  # … or once they waited this long
@@ -55,6 +67,19 @@ HOLD_SECONDS = 1.0  # many events, or this long (a crash then reads them again)
 SPLIT_GRACE_S = 120.0  # a topic held in part this long stops the connector (a Kafka
 # group keeps a crashed member's partitions for its session timeout, 45 s by default)
 SPLIT_PAUSE_S = 0.2
+
+
+def _store_failures_retried(method: Callable[P, T]) -> Callable[P, T]:
+    """``method``, its state store's failures (a locked database, a full disk) raised as
+    ``SinkUnavailableError``: retried until they pass, never taken for the events' fault
+    (a refused batch is split into dead letters, which the store would then lack)."""
+    @functools.wraps(method)
+    def retried(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise SinkUnavailableError(f"joined views: the state store failed: {exc}") from exc
+    return retried
 
 
 class SplitJoinError(TerminalError):
@@ -182,6 +207,7 @@ class JoinedSink:
             time.sleep(SPLIT_PAUSE_S)  # not to poll the same messages again at once
         return refused
 
+    @_store_failures_retried
     def write(self, batch: Sequence[SinkEvent]) -> WriteResult:
         """Apply the batch's new events to the store, then write the other events and,
         unless they are deferred (``_due``), the touched records."""
@@ -253,6 +279,7 @@ class JoinedSink:
         if self._broken is not None:
             raise self._lost(self._broken)
 
+    @_store_failures_retried
     def write_deferred(self) -> list[Rejection]:
         """Write and flush the records deferred while catching up, if any (the runtime
         calls this when the connector is idle, nothing in flight); the refused ones."""
@@ -284,6 +311,7 @@ class JoinedSink:
         self._deferred_since = self._deferred_since or now
         return False
 
+    @_store_failures_retried
     def flush(self) -> None:
         """Flush the inner sink; then what was written is no longer pending."""
         self._check_store()

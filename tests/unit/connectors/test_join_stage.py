@@ -502,3 +502,28 @@ def test_held_batches_lost_stop_the_sink_and_are_read_again_from_the_store(
     # a new sink resumes from the store: partition 0 is read from its start again
     assert again.next_offsets() == {} and not again.has_pending()
     again.close()
+
+
+def test_a_failing_store_is_retried_and_never_the_events_fault(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that fails (a locked database, a full disk) makes the write fail as a sink
+    that is unavailable: retried until it passes, never split into dead letters (the
+    store would then lack those events for good)."""
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    inner = _RecordingSink()
+    sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=500)
+    apply = JoinStage.apply
+
+    def locked(stage: JoinStage, event: SinkEvent, table: tuple[str, str]) -> int:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(JoinStage, "apply", locked)
+    batch = _loading("orders", [1, 2], 0)
+    with pytest.raises(SinkUnavailableError, match="state store failed: database is locked"):
+        sink.write(batch)
+    assert store.row(("public", "orders"), b'{"id":1}') is None and inner.written == []
+    monkeypatch.setattr(JoinStage, "apply", apply)
+    sink.write(batch)  # the retry: applied, its records written
+    assert sorted(item.event["key"]["id"] for item in inner.written) == [1, 2]
+    sink.close()
