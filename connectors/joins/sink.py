@@ -117,7 +117,7 @@ class JoinedSink:
         self._flushes_pending = False
         self._at_least = 0
         self._writes: ThreadPoolExecutor | None = None  # writes a page while the next is built
-        self._held_events = 0  # applied in the store's transaction held open (``_hold``)
+        self._held_events = 0  # applied in the store's transaction held open (``_commit_held``)
         self._held_since = 0.0
         self._broken: HeldBatchesLost | None = None  # applied batches were undone
 

@@ -114,8 +114,10 @@ def _collect(path: str, value: Any, mapping: Mapping[str, Any], found: list[str]
         properties = mapping.get("properties") or {}
         fits: Mapping[str, frozenset[type]] = {}
         if objects is not None:
-            fits = objects.get(id(properties)) or objects.setdefault(
-                id(properties), always_fitting(properties))
+            known = objects.get(id(properties))
+            if known is None:
+                known = objects[id(properties)] = always_fitting(properties)
+            fits = known
         _collect_fields(path + ".", value, properties, fits, found, objects)
     elif not _fits(value, kind):
         found.append(path)
