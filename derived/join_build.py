@@ -23,6 +23,7 @@ from .joins import JoinedTable, JoinLevel
 Row = dict[str, Any]
 Keyed = tuple[Row, Row]  # (key columns, row)
 
+_NUMBERS = (bool, int, float)  # a tuple: a union built on every call costs more
 _TIMESTAMP = re.compile(r"(-?\d{4,}-\d\d-\d\d[T ]\d\d:\d\d:\d\d)(\.\d+)?(.*)")
 
 
@@ -49,10 +50,7 @@ def sort_value(value: Any) -> tuple[Any, ...]:
     timestamps by time (fractions of any length), other text by code point, NULL last."""
     if value is None:
         return (3,)
-    kind = type(value)
-    if kind is int or kind is float or kind is bool:  # the usual case, tested first
-        return (0, value)
-    if isinstance(value, bool | int | float):
+    if isinstance(value, _NUMBERS):
         return (0, value)
     if isinstance(value, str):
         try:
