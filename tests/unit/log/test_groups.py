@@ -43,7 +43,10 @@ def owned(path: Path) -> set[int] | None:
     if not path.exists():
         return None
     said = [line for line in path.read_text().splitlines() if line.startswith("owns")]
-    return {int(p) for p in said[-1].split()[1].split(",") if p} if said else None
+    if not said:
+        return None
+    # "owns " with nothing after it: the member holds no partition (mid-rebalance)
+    return {int(p) for p in said[-1].removeprefix("owns").strip().split(",") if p}
 
 
 def settled(outs: list[Path], partitions: int = 4) -> bool:
