@@ -121,7 +121,7 @@ def test_a_standby_takes_over_a_stalled_and_a_killed_capture_exactly_once(
         first.send_signal(signal.SIGSTOP)
         took = wait_for(lambda: said(errs[1], "took over slot") >= 1,
                         "the standby did not take over the stalled capture")
-        assert took < TAKEOVER_S + 10, took
+        assert took < TAKEOVER_S + 30, took  # brokers and other suites share two cores
         first.send_signal(signal.SIGCONT)
         wait_for(lambda: said(errs[0], "standing by") >= 1,
                  "the stalled capture did not stand by once awake")

@@ -235,9 +235,18 @@ def test_a_failed_batch_leaves_the_batches_behind_it_uncommitted(
     sink = install(fake_sinks, RecordingSink(write_errors=[SinkUnavailableError("down")] * 2,
                                              gate=gate))
     append_events(event_log, [1, 2, 3, 4, 5, 6])
+    metrics = RuntimeMetrics()
     runner = make_runner(event_log, make_connector(batch_size=2, retry={"max_attempts": 2}),
-                         retry_sleep=lambda delay: None)
-    threading.Timer(0.5, gate.set).start()  # by then the next batches are queued
+                         metrics, retry_sleep=lambda delay: None)
+
+    def open_once_queued() -> None:
+        """Every batch read (the third prepared: the second was handed to the sender)."""
+        deadline = time.monotonic() + 30
+        while sample(metrics, "messages_read_total") < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.set()
+
+    threading.Thread(target=open_once_queued, daemon=True).start()
     run_until(runner, lambda: False)
     assert runner.failures
     assert sink.written_keys[:2] == [3, 4]  # written behind the failed batch
