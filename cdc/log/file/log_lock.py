@@ -1,18 +1,27 @@
 """The file log's writer lock: one capture, through one ``FileProducer``, per log.
 
 ``<root>/.writer.lock`` is held (``flock``) for as long as the producer is open; a
-second capture on the same directory fails at once instead of interleaving appends. A
-connector appending to its own dead-letter topic takes only that topic's lock
-(``topic_lock``).
+second capture on the same directory fails instead of interleaving appends. It fails
+after ``WAIT_S``, not at once: a capture on its way out (its ``cdc run`` killed, the
+child stopping cleanly; a service manager restarting ``cdc`` at once) still holds the
+lock for a moment. A connector appending to its own dead-letter topic takes only that
+topic's lock (``topic_lock``).
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import time
 from pathlib import Path
 
 from cdc.errors import LogError, TerminalError
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 15.0  # how long a new writer waits for the one before it to let go
+_RETRY_S = 0.1
 
 
 class LogTakenError(LogError, TerminalError):
@@ -20,19 +29,30 @@ class LogTakenError(LogError, TerminalError):
 
 
 class LogWriterLock:
-    """The log-wide writer lock, taken when made (``LogTakenError`` if it is held)."""
+    """The log-wide writer lock, taken when made; ``LogTakenError`` if it is still held
+    after ``wait_s`` seconds."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, wait_s: float = WAIT_S) -> None:
         self._fd = os.open(root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            self._fd = -1
-            raise LogTakenError(f"another capture is writing to the log at {root}: the file "
-                                "log takes one capture on one host; replicas that take over "
-                                "from each other need the Kafka backend (log.backend: kafka)"
-                                ) from None
+        deadline = time.monotonic() + wait_s
+        waiting = False
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    break
+            if not waiting:
+                waiting = True
+                log.info("the log at %s is held by another writer: waiting up to %.0f s "
+                         "for it to stop", root, wait_s)
+            time.sleep(_RETRY_S)
+        os.close(self._fd)
+        self._fd = -1
+        raise LogTakenError(f"another capture is writing to the log at {root}: the file "
+                            "log takes one capture on one host; replicas that take over "
+                            "from each other need the Kafka backend (log.backend: kafka)")
 
     def release(self) -> None:
         """Let another producer take the log (closing the file drops the lock)."""
