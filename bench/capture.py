@@ -95,8 +95,11 @@ def run_pg_recvlogical(server: PostgresServer, dsn: str, slot: str, endpos: str,
     return time.perf_counter() - started
 
 
-def run_capture(dsn: str, slot: str, workdir: Path, events: int) -> tuple[float, float]:
-    """Seconds ``cdc capture`` takes to make ``events`` records durable, and its peak RSS."""
+def run_capture(dsn: str, slot: str, workdir: Path, events: int
+                ) -> tuple[float, float, float]:
+    """Seconds ``cdc capture`` takes to make ``events`` records durable, its peak RSS and
+    the CPU seconds it used (user and system: steadier than the wall time on a busy
+    machine)."""
     config = workdir / f"{slot}.yaml"
     log_dir = workdir / f"log-{slot}"
     config.write_text(f"source:\n  dsn: {dsn}\n  slot: {slot}\n  publication: bench\n"
@@ -115,11 +118,18 @@ def run_capture(dsn: str, slot: str, workdir: Path, events: int) -> tuple[float,
                 break
             time.sleep(0.05)
         elapsed = time.perf_counter() - started
+        cpu_s = _cpu_s(proc.pid)
     finally:
         peak_kb = max(peak_kb, _hwm_kb(proc.pid))
         proc.terminate()
         proc.wait(timeout=60)
-    return elapsed, peak_kb / 1024
+    return elapsed, peak_kb / 1024, cpu_s
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _hwm_kb(pid: int) -> int:
@@ -140,8 +150,9 @@ def _logged(log_dir: Path) -> int:
                for i in admin.partitions(t))
 
 
-def measure(workload: str) -> tuple[float, float, float]:
-    """(pg_recvlogical events/s, capture events/s, capture peak RSS MB) for a workload."""
+def measure(workload: str) -> tuple[float, float, float, float]:
+    """(pg_recvlogical events/s, capture events/s, capture peak RSS MB, capture CPU µs an
+    event) for a workload."""
     workdir = Path(tempfile.mkdtemp(prefix=f"bench-capture-{workload}-"))
     os.chmod(workdir, 0o777)
     with PostgresServer(settings={"max_wal_size": "4GB"}) as server:
@@ -151,20 +162,22 @@ def measure(workload: str) -> tuple[float, float, float]:
         events = bulk_workload(dsn) if workload == "bulk" else oltp_workload(server, dsn)
         endpos = end_lsn(dsn)
         recv_s = run_pg_recvlogical(server, dsn, "recv", endpos, workdir / "recv.out")
-        cap_s, rss = run_capture(dsn, "cap", workdir, events)
+        cap_s, rss, cpu_s = run_capture(dsn, "cap", workdir, events)
     shutil.rmtree(workdir, ignore_errors=True)
-    return events / recv_s, events / cap_s, rss
+    return events / recv_s, events / cap_s, rss, cpu_s / events * 1e6
 
 
 def main() -> None:
     """Both workloads; print the figures."""
-    recv_oltp, cap_oltp, _ = measure("oltp")
+    recv_oltp, cap_oltp, _, cpu_oltp = measure("oltp")
     print(f"pg_recvlogical_oltp_events_per_s={recv_oltp:.0f}")
     print(f"capture_oltp_events_per_s={cap_oltp:.0f}")
+    print(f"capture_oltp_cpu_us_per_event={cpu_oltp:.2f}")
     print(f"capture_oltp_ratio_vs_pg_recvlogical={cap_oltp / recv_oltp:.2f}")
-    recv_bulk, cap_bulk, rss = measure("bulk")
+    recv_bulk, cap_bulk, rss, cpu_bulk = measure("bulk")
     print(f"pg_recvlogical_bulk_events_per_s={recv_bulk:.0f}")
     print(f"capture_bulk_events_per_s={cap_bulk:.0f}")
+    print(f"capture_bulk_cpu_us_per_event={cpu_bulk:.2f}")
     print(f"capture_bulk_peak_rss_mb={rss:.0f}")
     print(f"capture_bulk_ratio_vs_pg_recvlogical={cap_bulk / recv_bulk:.2f}")
 
