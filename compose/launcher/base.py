@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -36,12 +37,38 @@ class ServerError(RuntimeError):
     """A local server could not be started or did not become ready."""
 
 
+_LOWEST_PORT = 10_000
+
+
 def free_port() -> int:
-    """Return a TCP port on the loopback address that nothing listens on right now."""
+    """Return a TCP port on the loopback address that nothing listens on right now.
+
+    Picked at random below the kernel's ephemeral range when there is room: a server
+    binds its port seconds after it was picked (a JVM starting, ``initdb``), and a port
+    of that range may meanwhile be handed to any process's outgoing connection or
+    ``bind(0)`` (the tests beside it connect all the time)."""
+    low = _ephemeral_low()
+    if low - _LOWEST_PORT >= 1_000:
+        for _ in range(100):
+            port = random.randrange(_LOWEST_PORT, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((LOOPBACK, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (0 when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def cache_dir() -> Path:

@@ -14,6 +14,7 @@ from cdc.observability import ConnectorsProbe, ObservabilityServer
 from cdc.observability.auth import BearerToken
 from cdc.observability.connector_metrics import RuntimeMetrics
 from cdc.observability.endpoint import Routes
+from compose.launcher.base import free_port
 
 
 def routes(token: str | None = None) -> Routes:
@@ -54,7 +55,7 @@ def test_data_paths_need_the_token() -> None:
 def test_the_server_serves_on_loopback_and_reports_a_taken_port() -> None:
     metrics = RuntimeMetrics()
     config = MetricsConfig(port=1, sample_interval=timedelta(milliseconds=100))
-    server = ObservabilityServer(config.model_copy(update={"port": _free_port()}),
+    server = ObservabilityServer(config.model_copy(update={"port": free_port()}),
                                  metrics.registry,
                                  connectors=ConnectorsProbe(metrics, ["cache"]))
     server.start()
@@ -73,11 +74,3 @@ def test_the_server_serves_on_loopback_and_reports_a_taken_port() -> None:
             ObservabilityServer(config.model_copy(update={"port": port}), CollectorRegistry())
     finally:
         server.stop()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
