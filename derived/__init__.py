@@ -32,7 +32,14 @@ from .apply import (
     recover_columns,
 )
 from .evaluate import compile_expression
-from .join_build import JoinRows, RowsInMemory, build_record, join_values, sort_value
+from .join_build import (
+    JoinRows,
+    RowsInMemory,
+    build_record,
+    build_records,
+    join_values,
+    sort_value,
+)
 from .joins import JoinedTable, JoinedView, JoinLevel, JoinSettings, join_problems
 from .keys import encode_key, key_text
 from .syntax import ExpressionError, columns_of, parse_expression
@@ -56,6 +63,7 @@ __all__ = [
     "apply_view",
     "apply_view_keeping",
     "build_record",
+    "build_records",
     "columns_of",
     "compile_expression",
     "complete_record",

@@ -66,13 +66,23 @@ class _Applier:
     def apply(self, source: dict[str, Any], keep: Set[str]) -> Record | None:
         if self.filter is not None and self.filter(source) is not True:
             return None
-        record: Record = {}
         rename = self.rename
-        if self.fields is not None:
+        if not rename:  # the usual view: columns copied as they are named
+            if self.fields is not None:
+                record = {column: source[column] for column in self.fields if column in source}
+            elif self.exclude:
+                excluded = self.exclude
+                record = {column: value for column, value in source.items()
+                          if column not in excluded}
+            else:
+                record = source.copy()
+        elif self.fields is not None:
+            record = {}
             for column in self.fields:
                 if column in source:
                     record[rename.get(column, column)] = source[column]
         else:
+            record = {}
             excluded = self.exclude
             for column, value in source.items():
                 if column not in excluded:

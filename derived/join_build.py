@@ -12,7 +12,7 @@ both sides, as a foreign key has. A NULL in any join column joins nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
@@ -68,7 +68,17 @@ def sort_value(value: Any) -> tuple[Any, ...]:
 def build_record(level: JoinLevel, row: Row, rows: JoinRows) -> Record | None:
     """The record ``level`` derives from ``row`` with everything joined to it; ``None``
     when its filter rejects the row or a required lookup finds nothing."""
-    return _build(_plan(level), row, rows)
+    return _build(_plan(level), row, rows, None)
+
+
+def build_records(level: JoinLevel, roots: Iterable[Row | None], rows: JoinRows
+                  ) -> list[Record | None]:
+    """``build_record`` of each of ``roots`` (``None`` stays ``None``), a looked-up row
+    built once for all of them: the records that look it up share that object (a
+    customer's 10,000 orders, one customer record), so none may be changed in place."""
+    plan = _plan(level)
+    memo: _Memo = {}
+    return [None if row is None else _build(plan, row, rows, memo) for row in roots]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,9 @@ class _Level:
 
 
 _PLANS: dict[int, _Level] = {}
+# a lookup's record of a joined row: (id of the lookup, id of the row) → (the row, record);
+# the row is kept to check the id still names it
+_Memo = dict[tuple[int, int], tuple[Row, Record | None]]
 
 
 def _plan(level: JoinLevel) -> _Level:
@@ -110,21 +123,21 @@ def _joined(joined: JoinedTable) -> _Joined:
                    joined.order_by, joined.required, _plan(joined))
 
 
-def _build(level: _Level, row: Row, rows: JoinRows) -> Record | None:
+def _build(level: _Level, row: Row, rows: JoinRows, memo: _Memo | None) -> Record | None:
     record = level.apply(row)
     if record is None:
         return None
     for lookup in level.lookups:
-        found = _lookup(lookup, row, rows)
+        found = _lookup(lookup, row, rows, memo)
         if found is None and lookup.required:
             return None
         record[lookup.name] = found
     for nested in level.nested:
-        record[nested.name] = _nested(nested, row, rows)
+        record[nested.name] = _nested(nested, row, rows, memo)
     return record
 
 
-def _lookup(lookup: _Joined, row: Row, rows: JoinRows) -> Record | None:
+def _lookup(lookup: _Joined, row: Row, rows: JoinRows, memo: _Memo | None) -> Record | None:
     values = join_values(row, lookup.parent_columns)
     if values is None:
         return None
@@ -134,24 +147,59 @@ def _lookup(lookup: _Joined, row: Row, rows: JoinRows) -> Record | None:
     # the first by key when several match (the on columns are meant to be unique)
     _, joined = (candidates[0] if len(candidates) == 1
                  else min(candidates, key=lambda keyed: _key_order(keyed[0])))
-    return _build(lookup.level, joined, rows)
+    if memo is None:
+        return _build(lookup.level, joined, rows, None)
+    seen = memo.get((id(lookup), id(joined)))
+    if seen is not None and seen[0] is joined:
+        return seen[1]
+    record = _build(lookup.level, joined, rows, memo)
+    memo[id(lookup), id(joined)] = (joined, record)
+    return record
 
 
-def _nested(nested: _Joined, row: Row, rows: JoinRows) -> list[Record]:
+def _nested(nested: _Joined, row: Row, rows: JoinRows, memo: _Memo | None) -> list[Record]:
     values = join_values(row, nested.parent_columns)
     if values is None:
         return []
     children = rows.matching(nested.table, nested.child_columns, values)
-    order = nested.order_by
     if len(children) > 1:
-        children = sorted(children, key=lambda keyed: (
-            tuple(sort_value(keyed[1].get(column)) for column in order), _key_order(keyed[0])))
+        children = _ordered(children, nested.order_by)
     records = []
     for _, child in children:
-        record = _build(nested.level, child, rows)
+        record = _build(nested.level, child, rows, memo)
         if record is not None:
             records.append(record)
     return records
+
+
+def _ordered(children: Sequence[Keyed], order: tuple[str, ...]) -> Sequence[Keyed]:
+    """``children`` by their ``order`` columns' ``sort_value``s, then by key."""
+    plain = _plain_numbers(children, order)
+    if plain is not None:
+        if sorted(plain) == plain:  # read in order already (items by line, by key)
+            return children
+        return [children[i] for i in sorted(range(len(plain)), key=plain.__getitem__)]
+    return sorted(children, key=lambda keyed: (
+        tuple(sort_value(keyed[1].get(column)) for column in order), _key_order(keyed[0])))
+
+
+def _plain_numbers(children: Sequence[Keyed], order: tuple[str, ...]) -> list[Any] | None:
+    """The one value each child sorts by when they are distinct numbers (not booleans,
+    not NaN): ordering by them alone is then the full order, no tie for the key to break.
+    That value is the one ``order`` column's, or without ``order_by`` the key's one
+    column's. ``None`` otherwise (the usual list: ``line`` numbers)."""
+    if len(order) == 1:
+        column = order[0]
+        values = [keyed[1].get(column) for keyed in children]
+    elif not order and all(len(keyed[0]) == 1 for keyed in children):
+        values = [next(iter(keyed[0].values())) for keyed in children]
+    else:
+        return None
+    for value in values:
+        kind = type(value)
+        if kind is not int and (kind is not float or value != value):
+            return None
+    return values if len(set(values)) == len(values) else None
 
 
 def _key_order(key: Row) -> tuple[tuple[Any, ...], ...]:
@@ -180,5 +228,5 @@ class RowsInMemory:
         return index.get(values, ())
 
 
-__all__ = ["JoinRows", "Keyed", "RowsInMemory", "build_record",
+__all__ = ["JoinRows", "Keyed", "RowsInMemory", "build_record", "build_records",
            "join_values", "sort_value"]

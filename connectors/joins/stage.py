@@ -15,11 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from cdc.log import Position
 from connectors.contract import SinkEvent
-from derived import JoinedTable, JoinedView, JoinLevel, build_record, fill_unchanged, join_values
+from derived import JoinedTable, JoinedView, JoinLevel, build_records, fill_unchanged, join_values
 from derived.join_build import Keyed
 
 from .store import JoinStore, Table, key_bytes, link_value
@@ -210,13 +208,12 @@ class JoinStage:
         for all of them."""
         roots = self.store.rows_of(view.table, keys)
         rows = PageRows(self.store, view, roots.values())
-        return [(key, None if (root := roots.get(key)) is None
-                 else build_record(view, root, rows)) for key in keys]
+        return list(zip(keys, build_records(view, map(roots.get, keys), rows), strict=True))
 
 
 class PageRows:
     """The rows the records of some root rows join, read from the store level by level
-    (a ``derived.JoinRows`` for ``build_record``)."""
+    (a ``derived.JoinRows`` for ``build_records``)."""
 
     def __init__(self, store: JoinStore, view: JoinedView, roots: Iterable[dict[str, Any]]
                  ) -> None:
@@ -228,13 +225,9 @@ class PageRows:
                 edge = Edge.of(joined, level)
                 values = {link_value(found) for row in rows
                           if (found := join_values(row, edge.parent_columns)) is not None}
-                index = self._found.setdefault((edge.table, edge.child_columns), {})
-                children: list[dict[str, Any]] = []
-                for value, keyed in store.matching_many(edge.table, edge.child_columns,
-                                                        values).items():
-                    index[value] = [(orjson.loads(key), row) for key, row in keyed]
-                    children.extend(row for _, row in keyed)
-                levels.append((joined, children))
+                matched = store.matching_many(edge.table, edge.child_columns, values)
+                self._found.setdefault((edge.table, edge.child_columns), {}).update(matched)
+                levels.append((joined, [row for keyed in matched.values() for _, row in keyed]))
 
     def matching(self, table: Table, columns: tuple[str, ...],
                  values: tuple[Any, ...]) -> Sequence[Keyed]:

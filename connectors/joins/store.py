@@ -408,18 +408,28 @@ class JoinStore:
             (table_id(table), _json_list(keys)))}
 
     def matching_many(self, table: Table, columns: tuple[str, ...], values: Iterable[bytes]
-                      ) -> dict[bytes, list[tuple[bytes, dict[str, Any]]]]:
+                      ) -> dict[bytes, list[Keyed]]:
         """``(key, row)`` of the rows of ``table`` whose ``columns`` hold each of ``values``
-        (``link_value``s), read together (committed rows: outside a transaction)."""
-        keys: dict[bytes, list[bytes]] = {}
-        for value, key in self._db.execute(
-                "SELECT val, key FROM links WHERE tbl = ? AND cols = ? AND val IN "
-                "(SELECT CAST(value AS BLOB) FROM json_each(?))",
-                (table_id(table), columns_id(columns), _json_list(values))):
-            keys.setdefault(value, []).append(key)
-        rows = self.rows_of(table, (key for found in keys.values() for key in found))
-        return {value: [(key, rows[key]) for key in found if key in rows]
-                for value, found in keys.items()}
+        (``link_value``s), read together (committed rows: outside a transaction), keys
+        and rows decoded in one call each."""
+        found = self._db.execute(
+            "SELECT links.val, links.key, rows.row FROM links JOIN rows"
+            " ON rows.tbl = links.tbl AND rows.key = links.key"
+            " WHERE links.tbl = ? AND links.cols = ? AND links.val IN"
+            " (SELECT CAST(value AS BLOB) FROM json_each(?))",
+            (table_id(table), columns_id(columns), _json_list(values))).fetchall()
+        if not found:
+            return {}
+        keys = orjson.loads(b"[%b]" % b",".join([key for _, key, _ in found]))
+        rows = orjson.loads(b"[%b]" % b",".join([row for _, _, row in found]))
+        matched: dict[bytes, list[Keyed]] = {}
+        for (value, _, _), key, row in zip(found, keys, rows, strict=True):
+            keyed = matched.get(value)
+            if keyed is None:
+                matched[value] = [(key, row)]
+            else:
+                keyed.append((key, row))
+        return matched
 
     def add_pending(self, target: str, keys: Iterable[bytes]) -> None:
         """Mark the records of ``keys`` in ``target`` to be written (at the commit)."""
@@ -517,8 +527,8 @@ def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> bytes |
 
 
 def link_value(values: Sequence[Any]) -> bytes:
-    """How join ``values`` are stored in ``links``."""
-    return orjson.dumps(list(values))
+    """How join ``values`` are stored in ``links`` (a JSON array; a tuple too)."""
+    return orjson.dumps(values)
 
 
 def _json_list(items: Iterable[bytes]) -> str:
