@@ -8,7 +8,8 @@ import os
 import shutil
 import signal
 import subprocess
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import redis
 
@@ -18,9 +19,20 @@ NODES = 6
 NODE_TIMEOUT_MS = 1000
 
 
+class _SlotMove(NamedTuple):
+    """A slot being moved (``RedisClusterServer.start_slot_move``): the ports of its old
+    and new master, and every master's node id by port."""
+
+    source: int
+    target: int
+    ids: dict[int, str]
+
+
 class RedisClusterServer(LocalServer):
     """Six nodes; ``kill`` (SIGKILL) one and ``start_node`` it again (it rejoins as a
-    replica); ``wait_failed_over`` waits until every slot has a live master again."""
+    replica); ``wait_failed_over`` waits until every slot has a live master again;
+    ``move_slot`` moves a slot, or ``start_slot_move``, ``migrate_keys`` and
+    ``finish_slot_move`` one step at a time (a slot left mid-migration between them)."""
 
     name = "redis-cluster"
 
@@ -29,6 +41,7 @@ class RedisClusterServer(LocalServer):
         self.ports = [free_port() for _ in range(NODES)]
         self._bus_ports = [free_port() for _ in range(NODES)]
         self._nodes: dict[int, subprocess.Popen[bytes]] = {}
+        self._moves: dict[int, _SlotMove] = {}  # slot -> its move, started not finished
 
     @property
     def urls(self) -> list[str]:
@@ -54,17 +67,45 @@ class RedisClusterServer(LocalServer):
     def move_slot(self, slot: int, to_port: int) -> None:
         """Move ``slot`` and its keys to the master on ``to_port``, as a resharding does
         (``IMPORTING``/``MIGRATING``, ``MIGRATE`` in batches, ``SETSLOT NODE``)."""
+        if self.start_slot_move(slot, to_port):
+            self.finish_slot_move(slot)
+
+    def start_slot_move(self, slot: int, to_port: int) -> bool:
+        """Open the move of ``slot`` to the master on ``to_port``, as a resharding starts
+        one: ``IMPORTING`` there, ``MIGRATING`` on its master, every key still where it
+        was (the masters answer ``ASK`` and ``TRYAGAIN`` for it until
+        ``finish_slot_move``); ``migrate_keys`` moves some. False if the slot is there."""
         ids = {port: self._command(port, "CLUSTER", "MYID") for port in self.masters()}
         source = next(port for port, node_id in ids.items()
                       if slot in self._held_slots(port, node_id))
         if source == to_port:
-            return
+            return False
         self._command(to_port, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
         self._command(source, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to_port])
-        while keys := self._command(source, "CLUSTER", "GETKEYSINSLOT", slot, 1000):
-            self._command(source, "MIGRATE", LOOPBACK, to_port, "", 0, 5000, "KEYS", *keys)
-        for port in (to_port, source, *ids):
-            self._command(port, "CLUSTER", "SETSLOT", slot, "NODE", ids[to_port])
+        self._moves[slot] = _SlotMove(source, to_port, ids)
+        return True
+
+    def migrate_keys(self, slot: int, keys: Sequence[str | bytes]) -> None:
+        """``MIGRATE`` ``keys`` (of ``slot``, being moved: ``start_slot_move``) to the
+        slot's new master; keys not on the old one are left out."""
+        if keys:
+            self._migrate(self._moves[slot], keys)
+
+    def finish_slot_move(self, slot: int) -> None:
+        """``MIGRATE`` the keys of ``slot`` still on its old master in batches, then give
+        the slot to the new one on every master (``SETSLOT NODE``)."""
+        move = self._moves[slot]
+        while keys := self._command(move.source, "CLUSTER", "GETKEYSINSLOT", slot, 1000):
+            self._migrate(move, keys)
+        for port in (move.target, move.source, *move.ids):
+            self._command(port, "CLUSTER", "SETSLOT", slot, "NODE", move.ids[move.target])
+        del self._moves[slot]
+
+    def _migrate(self, move: _SlotMove, keys: Sequence[str | bytes]) -> None:
+        """``MIGRATE`` ``keys`` from the old master of ``move`` to its new one (a key
+        that is not there is left out; none there: ``NOKEY``, nothing done)."""
+        self._command(move.source, "MIGRATE", LOOPBACK, move.target, "", 0, 5000,
+                      "KEYS", *keys)
 
     def _held_slots(self, port: int, node_id: str) -> set[int]:
         """The slots the master on ``port`` holds, by its own view of the cluster."""

@@ -54,7 +54,10 @@ def is_transient(exc: RedisError) -> bool:
 def unavailable(exc: RedisError | RedisClusterException, doing: str) -> SinkUnavailableError:
     """A transient error for a command that failed while ``doing`` something."""
     detail = type(exc).__name__
-    if isinstance(exc, ResponseError | RedisConnectionError | RedisClusterException):
+    if isinstance(exc, ClusterError):  # redirections or TRYAGAIN replies ran out
+        detail = (f"{detail}: {str(exc)[:200]}; a slot being migrated or a failover, "
+                  "retried until the cluster settles")
+    elif isinstance(exc, ResponseError | RedisConnectionError | RedisClusterException):
         detail = f"{detail}: {str(exc)[:200]}"  # a reply, or which host:port failed
     return SinkUnavailableError(f"Redis failed while {doing} ({detail})")
 

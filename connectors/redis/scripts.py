@@ -333,10 +333,16 @@ BATCH = _OLDER + _ONE_NODE + _BODY
 BATCH_CLUSTER = "#!lua flags=allow-cross-slot-keys\n" + _OLDER + _CLUSTER_NODE + _BODY
 
 UNLINK_NOT_NEWER = _OLDER + """
--- truncate: unlink each of KEYS (value or version keys) unless its row's version
--- (ARGV[2] .. key for a value key) is newer than the truncate's version ARGV[1]
+-- truncate: unlink each of the first ARGV[3] KEYS (value or version keys; all of them
+-- without ARGV[3]) unless its row's version (ARGV[2] .. key for a value key) is newer
+-- than the truncate's version ARGV[1]. The KEYS after them are the value keys' version
+-- keys, only declared: on a cluster whose slot is being migrated, a call whose keys are
+-- split between the two masters is refused (TRYAGAIN) instead of reading a version key
+-- the master it runs on does not hold yet
 local deleted = 0
-for _, key in ipairs(KEYS) do
+local count = tonumber(ARGV[3]) or #KEYS
+for i = 1, count do
+  local key = KEYS[i]
   local version_key = key
   if string.sub(key, 1, #ARGV[2]) ~= ARGV[2] then version_key = ARGV[2] .. key end
   local stored = redis.call('GET', version_key)

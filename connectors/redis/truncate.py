@@ -94,7 +94,18 @@ def _unlink_matching(client: Client, pattern: str, version: int | None,
         for key in doomed:
             by_slot.setdefault(slot_of(key.decode()) if names.cluster else 0, []).append(key)
         for slot, slot_keys in by_slot.items():
-            deleted += cast(int, client.eval(UNLINK_NOT_NEWER, len(slot_keys), *slot_keys,
-                                             version_text(version),
-                                             names.version_prefix(slot)))
+            prefix = names.version_prefix(slot)
+            declared = _with_version_keys(slot_keys, prefix) if names.cluster else slot_keys
+            deleted += cast(int, client.eval(UNLINK_NOT_NEWER, len(declared), *declared,
+                                             version_text(version), prefix,
+                                             str(len(slot_keys))))
     return deleted
+
+
+def _with_version_keys(keys: list[bytes], prefix: str) -> list[bytes]:
+    """``keys`` followed by the version keys of those that are value keys: a script call
+    on a cluster declares every key it reads, so a slot being migrated with a row's two
+    keys on different masters refuses the call (``TRYAGAIN``: retried) rather than run
+    it where the version key is missing (a newer row would then be deleted)."""
+    head = prefix.encode()
+    return keys + [head + key for key in keys if not key.startswith(head)]
