@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from cdc.config.commands import config_option, load_config_or_exit
 from cdc.errors import LogError
@@ -69,6 +67,9 @@ def log_group() -> None:
 @_prefix_option
 def topics(config_path: Path, path: Path | None, servers: str | None, prefix: str) -> None:
     """List topics with their partitions, records and size (Kafka: size not shown)."""
+    from rich.console import Console  # here: every other command starts ~40 ms sooner
+    from rich.table import Table
+
     config = log_config(config_path, path, servers)
     log = open_target(config)
     try:
@@ -198,6 +199,9 @@ def _tail_group(log: Log, topic: str, group: str, start: str, limit: int | None)
 def stats(config_path: Path, path: Path | None, servers: str | None, prefix: str) -> None:
     """Sizes and offsets per partition, and lag per consumer group (Kafka: size not shown,
     every group of the cluster)."""
+    from rich.console import Console
+    from rich.table import Table
+
     config = log_config(config_path, path, servers)
     log = open_target(config)
     table = Table("topic", "partition", "start", "end", "bytes")

@@ -7,11 +7,10 @@ import sys
 import threading
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import Progress, TaskID
-
-from cdc.progress_bars import progress_bars
+if TYPE_CHECKING:  # rich is imported when bars are drawn: ~40 ms every command skips
+    from rich.progress import Progress, TaskID
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +35,10 @@ class SnapshotProgress:
         self._tasks: dict[str, TaskID] = {}
         self._bars: Progress | None = None
         if interactive:
+            from rich.console import Console
+
+            from cdc.progress_bars import progress_bars
+
             self._bars = progress_bars(Console(stderr=True), remaining=True)
             self._bars.start()
 
