@@ -112,3 +112,18 @@ def test_progress_is_logged_when_not_on_a_terminal(caplog: pytest.LogCaptureFixt
     lines = [r.getMessage() for r in caplog.records]
     assert lines[0].startswith("snapshot of public.orders: 250 rows of ~1000 (25%)")
     assert lines[-1].startswith("snapshot of public.orders: 250 rows in ")
+
+
+def test_progress_draws_bars_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from cdc.capture.snapshot.progress import SnapshotProgress
+
+    with SnapshotProgress(interactive=True) as progress:
+        progress.start("public.orders", 1000)
+        progress.advance("public.orders", 250)
+        assert progress._bars is not None  # rich, imported now that bars are drawn
+        task = progress._bars.tasks[0]
+        assert (task.description, task.completed, task.total) == ("public.orders", 250, 1000)
+        progress.finish("public.orders")
+        assert (task.completed, task.total) == (250, 250)
+    assert progress._bars is None
+    assert "public.orders" in capsys.readouterr().err
