@@ -39,7 +39,7 @@ def wait(standby: Standby, view: SlotView) -> tuple[float, Any]:
 
 def test_a_free_slot_is_taken_at_once() -> None:
     seconds, takeover = wait(Standby("s", 0.5, poll_s=0.01), SlotView([FREE]))
-    assert seconds < 0.2 and takeover is not None and not takeover.waited
+    assert seconds < 0.4 and takeover is not None and not takeover.waited  # not 0.5 s
 
 
 def test_a_fenced_replica_waits_for_the_fencer_then_takes_back_a_slot_nobody_took() -> None:
@@ -49,7 +49,7 @@ def test_a_fenced_replica_waits_for_the_fencer_then_takes_back_a_slot_nobody_too
     _, takeover = wait(standby, SlotView([FREE]))
     assert time.monotonic() - fenced_at >= 0.5 and takeover.waited
     seconds, _ = wait(standby, SlotView([FREE]))
-    assert seconds < 0.2, "the wait after being fenced is one wait, not every one"
+    assert seconds < 0.4, "the wait after being fenced is one wait, not every one"
 
 
 def test_a_fenced_replica_stands_by_once_the_fencer_streams() -> None:
@@ -57,7 +57,7 @@ def test_a_fenced_replica_stands_by_once_the_fencer_streams() -> None:
     standby.fenced()
     view = SlotView([FREE, FREE, OTHER, OTHER, FREE])
     seconds, takeover = wait(standby, view)
-    assert seconds < 1.0, "the fencer streamed, then left: no need to wait any longer"
+    assert seconds < 2.5, "the fencer streamed, then left: no need to wait any longer"
     assert takeover.waited and view.asked == 5
 
 
