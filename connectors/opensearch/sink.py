@@ -30,6 +30,7 @@ derived, and the event is rejected with the reason.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -47,7 +48,7 @@ from connectors.contract import (
     WriteResult,
 )
 from connectors.placeholders import NameTemplate, TableNames
-from derived import encode_key
+from derived import ViewDefinition, encode_key
 
 from .bulk import BulkAction, delete_action, index_action, send
 from .client import make_client
@@ -89,8 +90,12 @@ class OpenSearchSink:
         self._client: OpenSearch | None = None
         self._catalog: IndexCatalog | None = None
         self._unindexed = UnindexedValues()
+        # tables whose one view writes each row as it is, only to its own target (a joined
+        # view's records: ``connectors.joins.inner_config``): plain rows of that alias
+        self._passing = passing_views(config.views)
         self._native = NativeActions(
-            {view.table for view in config.views}, topic_prefix, MAX_ID_BYTES) if native else None
+            {view.table for view in config.views if view.table not in self._passing},
+            topic_prefix, MAX_ID_BYTES) if native else None
         self._opened = False  # once connected, a refused login is retried
         self._joined = {join.target: join for join in config.joins}
 
@@ -208,6 +213,10 @@ class OpenSearchSink:
         concrete indices' base name."""
         known = self._names.get(names)
         if known is None:
+            target = self._passing.get((names.schema, names.table))
+            if target is not None:  # as ``_alias_and_base`` routes its view's changes
+                known = self._names[names] = (target, target)
+                return known
             base = index_name(self._index.render(names))
             alias = index_name(self._alias.render(names)) if self._alias else base
             known = self._names[names] = (alias, base)
@@ -348,3 +357,13 @@ def create(config: OpenSearchSinkConfig, context: SinkContext) -> OpenSearchSink
         group = f"{context.connector or 'opensearch'}-schemas-{context.worker}"
         column_types = SchemaTopicColumns(context.log, f"{prefix}._schemas", group)
     return OpenSearchSink(config, topic_prefix=prefix, column_types=column_types)
+
+
+def passing_views(views: Sequence[ViewDefinition]) -> dict[tuple[str, str], str]:
+    """``(schema, table)`` → target of each table read by one view only, a view that
+    copies every column as it is named and keeps every row: its records are the rows,
+    only written through the view's target (the native renderer then writes them)."""
+    counts = Counter(view.table for view in views)
+    return {view.table: view.target for view in views
+            if counts[view.table] == 1 and view.fields is None and not view.exclude
+            and not view.rename and not view.computed and view.filter is None}

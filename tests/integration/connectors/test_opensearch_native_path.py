@@ -50,15 +50,22 @@ def batches(table: TableEvents) -> list[list[SinkEvent]]:
     ]
 
 
+@pytest.mark.parametrize("through_view", [False, True])
 def test_both_paths_write_the_same(opensearch_url: str, client: OpenSearch,
-                                   unique_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+                                   unique_name: str, monkeypatch: pytest.MonkeyPatch,
+                                   through_view: bool) -> None:
+    """Also through a view that passes rows as they are to its target (a joined view's
+    records reach their sink so): the native path writes them into the target."""
     results: dict[bool, list[list[tuple[int, str]]]] = {}
     counted: dict[bool, float] = {}
     python_reads: dict[bool, int] = {}
     for native in (True, False):
-        alias = f"{unique_name}-{'native' if native else 'python'}"
-        config = OpenSearchSinkConfig.model_validate({"hosts": [opensearch_url],
-                                                      "index": alias})
+        alias = f"{unique_name}_{'native' if native else 'python'}"
+        settings: dict[str, Any] = {"hosts": [opensearch_url], "index": alias}
+        if through_view:  # the index template names another index: the view's target wins
+            settings = {**settings, "index": f"{unique_name}_unused",
+                        "views": [{"source": "public.orders", "target": alias}]}
+        config = OpenSearchSinkConfig.model_validate(settings)
         sink = OpenSearchSink(config, native=native)
         python_reads[native] = 0
         read = sink._reader.read
@@ -82,9 +89,10 @@ def test_both_paths_write_the_same(opensearch_url: str, client: OpenSearch,
     assert results[True] == [[], [], []]
     assert counted[True] == counted[False] == 2  # "NaN" and an object in the long field
     assert python_reads[True] == 1 and python_reads[False] == 3  # only the first: new fields
-    native_docs = documents(client, f"{unique_name}-native")
-    python_docs = documents(client, f"{unique_name}-python")
+    native_docs = documents(client, f"{unique_name}_native")
+    python_docs = documents(client, f"{unique_name}_python")
     assert native_docs == python_docs
     assert native_docs["1"] == (200 << 10, {"id": 1, "n": 10, "t": "é\"\n",
                                             "at": "2026-01-02"})
     assert sorted(native_docs) == ["1", "3", "4", "5", "6"]
+    assert not client.indices.exists(index=f"{unique_name}_unused")  # the view's target
