@@ -11,6 +11,7 @@ stored record (``upsert_record``, through ``derived.complete_record``).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,17 @@ def upsert_record(change: Upsert, stored: Mapping[str, Any] | None, stored_what:
                            "offset": message.offset})
     return done.record
 UPSERT_OPS = frozenset({"c", "u", "r"})
+
+
+def passing_views(views: Sequence[ViewDefinition]) -> dict[tuple[str, str], ViewDefinition]:
+    """``(schema, table)`` → view, of each table read by one view only, a view that copies
+    every column as it is named and keeps every row (a joined view's records reach their
+    sink through such a view): its records are the rows, so a sink may write them as it
+    writes a table's rows, only under the view's names."""
+    counts = Counter(view.table for view in views)
+    return {view.table: view for view in views
+            if counts[view.table] == 1 and view.fields is None and not view.exclude
+            and not view.rename and not view.computed and view.filter is None}
 
 
 class ChangeReader:

@@ -30,7 +30,6 @@ derived, and the event is rejected with the reason.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -39,7 +38,15 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
 
 from cdc.errors import ConfigError, ConfigProblem
-from connectors.changes import Change, ChangeReader, Delete, Truncate, Upsert, upsert_record
+from connectors.changes import (
+    Change,
+    ChangeReader,
+    Delete,
+    Truncate,
+    Upsert,
+    passing_views,
+    upsert_record,
+)
 from connectors.contract import (
     Rejection,
     SinkContext,
@@ -48,7 +55,7 @@ from connectors.contract import (
     WriteResult,
 )
 from connectors.placeholders import NameTemplate, TableNames
-from derived import ViewDefinition, encode_key
+from derived import encode_key
 
 from .bulk import BulkAction, delete_action, index_action, send
 from .client import make_client
@@ -92,7 +99,8 @@ class OpenSearchSink:
         self._unindexed = UnindexedValues()
         # tables whose one view writes each row as it is, only to its own target (a joined
         # view's records: ``connectors.joins.inner_config``): plain rows of that alias
-        self._passing = passing_views(config.views)
+        self._passing = {table: view.target
+                         for table, view in passing_views(config.views).items()}
         self._native = NativeActions(
             {view.table for view in config.views if view.table not in self._passing},
             topic_prefix, MAX_ID_BYTES) if native else None
@@ -358,12 +366,3 @@ def create(config: OpenSearchSinkConfig, context: SinkContext) -> OpenSearchSink
         column_types = SchemaTopicColumns(context.log, f"{prefix}._schemas", group)
     return OpenSearchSink(config, topic_prefix=prefix, column_types=column_types)
 
-
-def passing_views(views: Sequence[ViewDefinition]) -> dict[tuple[str, str], str]:
-    """``(schema, table)`` → target of each table read by one view only, a view that
-    copies every column as it is named and keeps every row: its records are the rows,
-    only written through the view's target (the native renderer then writes them)."""
-    counts = Counter(view.table for view in views)
-    return {view.table: view.target for view in views
-            if counts[view.table] == 1 and view.fields is None and not view.exclude
-            and not view.rename and not view.computed and view.filter is None}

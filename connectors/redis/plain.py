@@ -1,8 +1,9 @@
 """The plain batch, rendered straight from the decoded events.
 
 A batch is plain when every event is an insert, update or snapshot row (with no column
-left unchanged by TOAST) or a delete, of a table without a view, and the sink writes JSON
-values (``mode: upsert``). Then each row's key comes from the event's ``key`` object and
+left unchanged by TOAST) or a delete, of a table without a view (or whose one view passes
+its rows as they are, keyed by the sink's template: a joined view's records), and the sink
+writes JSON values (``mode: upsert``). Then each row's key comes from the event's ``key`` object and
 its value is the event's ``after`` object dumped as it is: no ``Change`` objects, no copy
 of a row. Anything else — a truncate, a view, an unchanged column, a malformed event, a
 value over ``max_value_bytes`` — makes ``rows`` answer ``None``, and the sink takes the
@@ -21,7 +22,7 @@ from functools import partial
 
 import orjson
 
-from connectors.changes import UPSERT_OPS
+from connectors.changes import UPSERT_OPS, passing_views
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
@@ -46,7 +47,10 @@ class PlainRows:
             ClusterRows if config.cluster else ScriptBatch, chunk_rows=chunk_rows,
             chunk_bytes=chunk_bytes)
         self._enabled = config.value_format == "json" and config.mode == "upsert"
-        self._viewed = {view.table for view in config.views}
+        # a view passing rows as they are, keyed by the sink's template, changes nothing
+        passing = {table for table, view in passing_views(config.views).items()
+                   if view.key_template is None}
+        self._viewed = {view.table for view in config.views} - passing
         self._keys = keys
         self._prefix = topic_prefix
         self._max_bytes = config.max_value_bytes

@@ -13,7 +13,7 @@ from redis.exceptions import ResponseError
 from connectors.changes import ChangeReader, Truncate
 from connectors.contract import SinkRejectedError, SinkUnavailableError
 from connectors.redis import RedisSinkConfig
-from connectors.redis.batch import CHUNK_BYTES, CHUNK_ROWS, ScriptBatch
+from connectors.redis.batch import CHUNK_BYTES, CHUNK_ROWS, PackedBatch, ScriptBatch
 from connectors.redis.keys import KeyTemplates
 from connectors.redis.plain import PlainRows
 from connectors.redis.rows import RowRenderer
@@ -164,9 +164,27 @@ def test_a_plain_batch_gets_the_same_rows_on_both_paths() -> None:
     assert calls_of(plain) == calls_of(general_rows(config, events))
 
 
+def test_a_view_passing_rows_as_they_are_gets_the_same_rows_on_both_paths() -> None:
+    """A joined view's records reach the sink through such a view: written as plain rows."""
+    config = RedisSinkConfig.model_validate({
+        "url": "redis://h:6379/0", "key_template": "{table}:{key}",
+        "views": [{"source": "public.orders", "target": "orders"}]})
+    orders = TableEvents(table="orders")
+    events = [orders.upsert({"id": 1, "customer": {"name": "a"}, "items": [{"l": 0}]}, 100),
+              orders.delete({"id": 2}, 101)]
+    plain = PlainRows(config, KeyTemplates(config.key_template), "app",
+                      native=False).rows(events, TTLS)
+    assert isinstance(plain, ScriptBatch)
+    assert calls_of(plain) == calls_of(general_rows(config, events))
+    rendered = PlainRows(config, KeyTemplates(config.key_template), "app").rows(events, TTLS)
+    assert isinstance(rendered, PackedBatch)  # the native renderer took it
+
+
 @pytest.mark.parametrize("settings", [{"value_format": "hash"}, {"mode": "invalidate"},
                                       {"views": [{"source": "public.orders",
-                                                  "target": "orders"}]},
+                                                  "target": "orders", "exclude": ["n"]}]},
+                                      {"views": [{"source": "public.orders", "target": "orders",
+                                                  "key_template": "o:{key.id}"}]},
                                       {"max_value_bytes": 10}])
 def test_other_settings_take_the_general_path(settings: dict[str, Any]) -> None:
     config = RedisSinkConfig.model_validate({"url": "redis://h:6379/0", **settings})

@@ -118,7 +118,8 @@ def test_duplicate_members_and_other_odd_json_are_left_to_python() -> None:
 
 
 @pytest.mark.parametrize("settings_", [
-    {"views": [{"source": "public.orders", "target": "orders"}]}, {"max_value_bytes": 10}])
+    {"views": [{"source": "public.orders", "target": "orders", "fields": ["id"]}]},
+    {"max_value_bytes": 10}])
 def test_a_viewed_table_or_a_large_value_is_left_to_python(settings_: dict[str, Any]) -> None:
     events = [sink_event(("public", "orders"), "u", {"id": 1}, {"id": 1, "t": "long text"}, 1)]
     native, reference = both(events, **settings_)
