@@ -137,7 +137,7 @@ def main() -> None:
             create_schema(dsn)
             create_slots(dsn, ["cap", "redis", "opensearch"])
             events = bulk_workload(dsn)
-            capture_s, capture_rss = run_capture(dsn, "cap", workdir, events)
+            capture_s, capture_rss, _ = run_capture(dsn, "cap", workdir, events)
             servers = {role: server_pid(port) or 0 for role, port in
                        (("postgres", pg.port), ("redis", cache.port), ("opensearch", search.port))}
             timed = {kind: run_pipeline(dsn, kind, workdir, events, cache.url, search.url,

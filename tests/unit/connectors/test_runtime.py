@@ -242,7 +242,7 @@ def test_a_failed_batch_leaves_the_batches_behind_it_uncommitted(
     def open_once_queued() -> None:
         """Every batch read (the third prepared: the second was handed to the sender)."""
         deadline = time.monotonic() + 30
-        while sample(metrics, "messages_read_total") < 6 and time.monotonic() < deadline:
+        while (sample(metrics, "messages_read_total") or 0) < 6 and time.monotonic() < deadline:
             time.sleep(0.01)
         gate.set()
 
