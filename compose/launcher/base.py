@@ -38,6 +38,7 @@ class ServerError(RuntimeError):
 
 
 _LOWEST_PORT = 10_000
+_PICK = random.SystemRandom()  # a test seeding ``random`` must not make two processes agree
 
 
 def free_port() -> int:
@@ -50,7 +51,7 @@ def free_port() -> int:
     low = _ephemeral_low()
     if low - _LOWEST_PORT >= 1_000:
         for _ in range(100):
-            port = random.randrange(_LOWEST_PORT, low)
+            port = _PICK.randrange(_LOWEST_PORT, low)
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 try:
                     sock.bind((LOOPBACK, port))

@@ -365,4 +365,3 @@ def create(config: OpenSearchSinkConfig, context: SinkContext) -> OpenSearchSink
         group = f"{context.connector or 'opensearch'}-schemas-{context.worker}"
         column_types = SchemaTopicColumns(context.log, f"{prefix}._schemas", group)
     return OpenSearchSink(config, topic_prefix=prefix, column_types=column_types)
-
