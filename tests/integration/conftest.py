@@ -23,6 +23,8 @@ from psycopg import sql
 
 from compose.launcher import services
 
+from .databases import drop_database
+
 T = TypeVar("T")
 
 
@@ -134,13 +136,7 @@ def fresh_database(postgres_dsn: str, unique_name: str) -> Iterator[str]:
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(unique_name)))
     yield postgres_dsn.rsplit("/", 1)[0] + f"/{unique_name}"
-    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                     "WHERE datname = %s AND pid <> pg_backend_pid()", (unique_name,))
-        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                     "WHERE slot_name = %s AND NOT active", (unique_name,))
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                     .format(sql.Identifier(unique_name)))
+    drop_database(postgres_dsn, unique_name)
 
 
 @pytest.fixture

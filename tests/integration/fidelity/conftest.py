@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from ..databases import drop_database
 from .catalogue import TYPES_SQL
 from .scenario import Scenario, admin_dsn
 
@@ -46,10 +47,4 @@ def make_scenario(postgres_dsn: str, tmp_path: Path) -> Iterator[MakeScenario]:
     yield make
     for scenario in made:
         scenario.stop()
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                         "WHERE datname = %s AND pid <> pg_backend_pid()", (scenario.name,))
-            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                         "WHERE slot_name = %s AND NOT active", (scenario.name,))
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-                         .format(sql.Identifier(scenario.name)))
+        drop_database(postgres_dsn, scenario.name)
