@@ -20,7 +20,7 @@ from connectors.contract import SinkEvent
 from derived import JoinedTable, JoinedView, JoinLevel, build_records, fill_unchanged, join_values
 from derived.join_build import Keyed
 
-from .store import JoinStore, Table, key_bytes, link_value
+from .store import JoinStore, LinkValue, Table, key_bytes, link_value
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ class PageRows:
 
     def __init__(self, store: JoinStore, view: JoinedView, roots: Iterable[dict[str, Any]]
                  ) -> None:
-        self._found: dict[tuple[Table, tuple[str, ...]], dict[bytes, list[Keyed]]] = {}
+        self._found: dict[tuple[Table, tuple[str, ...]], dict[LinkValue, list[Keyed]]] = {}
         levels: list[tuple[JoinLevel, list[dict[str, Any]]]] = [(view, list(roots))]
         while levels:
             level, rows = levels.pop()

@@ -8,11 +8,16 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
 - ``truncated``: the position of each table's last truncate: it removes the rows from
   before it, and events from before it that are read later (from other partitions)
   are ignored;
-- ``links``: for each join column set, which keys hold which values (the indexes that
-  find an order's items, a customer's orders);
-- ``indexes``: which join column sets ``links`` holds (a join's ``on`` changed since the
-  store was written: the links are built again from the stored rows when it opens, and
-  ``JoinedSink.open`` writes again every record of the views reading those tables);
+- ``link_sets``: the join column sets the store indexes, each with a number (a join's
+  ``on`` changed since the store was written: its links are built again from the stored
+  rows when it opens, and ``JoinedSink.open`` writes again every record of the views
+  reading those tables);
+- ``set_links``: for each join column set (by its number), which keys hold which values
+  (the indexes that find an order's items, a customer's orders). A value of one integer
+  or text column is stored as itself, so the entries of consecutive ids sit side by side
+  and a load appends to the index; other values as a JSON array (``link_value``). (A
+  store written before these two tables, with ``links`` and ``indexes``, has its links
+  built again in this layout when it opens; its records are unchanged by that.)
 - ``offsets``: the next log offset to apply per topic partition, written in the same
   transaction as the rows, so the store is always the state after exactly those events;
 - ``pending``: root keys whose records must be written again, cleared once the sink has
@@ -52,6 +57,7 @@ from cdc.log import NO_POSITION, Position, TopicPartition
 from derived.join_build import Keyed
 
 Table = tuple[str, str]
+LinkValue = int | str | bytes  # join values as ``set_links`` holds them (``link_value``)
 
 CACHE_KIB = 32 * 1024
 CACHED = 20_000  # rows, and key lists of join values, kept decoded in memory
@@ -62,10 +68,11 @@ _SCHEMA = (
     " lsn INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tbl, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS truncated (tbl TEXT PRIMARY KEY, lsn INTEGER NOT NULL,"
     " seq INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS links (tbl TEXT NOT NULL, cols TEXT NOT NULL, val BLOB NOT NULL,"
-    " key BLOB NOT NULL, PRIMARY KEY (tbl, cols, val, key)) WITHOUT ROWID",
-    "CREATE TABLE IF NOT EXISTS indexes (tbl TEXT NOT NULL, cols TEXT NOT NULL,"
-    " PRIMARY KEY (tbl, cols)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS link_sets (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL,"
+    " cols TEXT NOT NULL, UNIQUE (tbl, cols))",
+    # val has no declared type: SQLite keeps each value as given (integer, text or blob)
+    "CREATE TABLE IF NOT EXISTS set_links (set_id INTEGER NOT NULL, val NOT NULL,"
+    " key BLOB NOT NULL, PRIMARY KEY (set_id, val, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS offsets (topic TEXT NOT NULL, part INTEGER NOT NULL,"
     " next INTEGER NOT NULL, PRIMARY KEY (topic, part)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS pending (target TEXT NOT NULL, key BLOB NOT NULL,"
@@ -120,50 +127,82 @@ class JoinStore:
         for statement in _SCHEMA:
             self._db.execute(statement)
         self._rows: OrderedDict[tuple[str, bytes], dict[str, Any] | None] = OrderedDict()
-        # the keys holding each join value (a dict as an ordered set: a customer's orders
-        # can be many, and keys come and go one at a time)
-        self._keys: OrderedDict[tuple[str, str, bytes], dict[bytes, None]] = OrderedDict()
+        # the keys holding each join value of each set (a dict as an ordered set: a
+        # customer's orders can be many, and keys come and go one at a time)
+        self._keys: OrderedDict[tuple[int, LinkValue], dict[bytes, None]] = OrderedDict()
         self._truncated: dict[str, Position] = {}
         # written at the commit: rows (None: deleted), links (True: added), pending keys
         self._row_writes: dict[tuple[str, bytes], tuple[dict[str, Any] | None, Position]] = {}
-        self._link_writes: dict[tuple[str, str, bytes], dict[bytes, bool]] = {}
+        self._link_writes: dict[tuple[int, LinkValue], dict[bytes, bool]] = {}
         self._pending_writes: set[tuple[str, bytes]] = set()
-        self._indexes: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        # each table's join column sets: (set number, columns); the numbers by set
+        self._indexes: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        self._set_ids: dict[tuple[str, str], int] = {}
         self._held = False  # a transaction is open across batches (``batch``)
-        for table, columns in sorted(set(indexes)):
-            self._indexes.setdefault(table_id(table), []).append((columns_id(columns), columns))
-        self.reindexed = self._reindex()
+        self.reindexed = self._reindex(sorted(set(indexes)))
 
-    def _reindex(self) -> set[str]:
-        """Make ``links`` index exactly the configured join columns (a join's ``on``
+    def _reindex(self, indexes: list[tuple[Table, tuple[str, ...]]]) -> set[str]:
+        """Make ``set_links`` index exactly the configured join columns (a join's ``on``
         changed since the store was written: its links are built again from the stored
         rows); the tables whose stored rows were indexed anew or dropped from an index."""
-        recorded = set(self._db.execute("SELECT tbl, cols FROM indexes").fetchall())
-        configured = {(tbl, cols): columns for tbl, indexes in self._indexes.items()
-                      for cols, columns in indexes}
-        if recorded == set(configured):
-            return set()
+        configured = {(table_id(table), columns_id(columns)): columns
+                      for table, columns in indexes}
+        recorded = {(tbl, cols): set_id for set_id, tbl, cols in
+                    self._db.execute("SELECT id, tbl, cols FROM link_sets").fetchall()}
+        earlier = self._earlier_layout()
         changed: set[str] = set()
-        with self.transaction():
-            linked = set(self._db.execute("SELECT DISTINCT tbl, cols FROM links").fetchall())
-            for tbl, cols in (recorded | linked) - set(configured):
-                if self._db.execute("DELETE FROM links WHERE tbl = ? AND cols = ?",
-                                    (tbl, cols)).rowcount:
-                    changed.add(tbl)
-                self._db.execute("DELETE FROM indexes WHERE tbl = ? AND cols = ?", (tbl, cols))
-            for (tbl, cols), columns in configured.items():
-                if (tbl, cols) in recorded:
-                    continue
-                links = [(tbl, cols, value, key) for key, row in self._db.execute(
-                    "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
-                    if (value := _link_value(orjson.loads(row), columns)) is not None]
-                self._db.executemany("INSERT OR IGNORE INTO links (tbl, cols, val, key) "
-                                     "VALUES (?, ?, ?, ?)", links)
-                self._db.execute("INSERT INTO indexes (tbl, cols) VALUES (?, ?)", (tbl, cols))
-                if self._db.execute("SELECT 1 FROM rows WHERE tbl = ? LIMIT 1",
-                                    (tbl,)).fetchone():
-                    changed.add(tbl)
+        if set(recorded) != set(configured) or earlier is not None:
+            with self.transaction():
+                for (tbl, cols), set_id in list(recorded.items()):
+                    if (tbl, cols) in configured:
+                        continue
+                    if self._db.execute("DELETE FROM set_links WHERE set_id = ?",
+                                        (set_id,)).rowcount:
+                        changed.add(tbl)
+                    self._db.execute("DELETE FROM link_sets WHERE id = ?", (set_id,))
+                    del recorded[tbl, cols]
+                linked_before = set() if earlier is None else earlier
+                self._db.execute("DROP TABLE IF EXISTS links")
+                self._db.execute("DROP TABLE IF EXISTS indexes")
+                changed.update(tbl for tbl, cols in linked_before if (tbl, cols) not in configured)
+                for (tbl, cols), columns in configured.items():
+                    if (tbl, cols) not in recorded:
+                        recorded[tbl, cols] = self._index_rows(tbl, cols, columns)
+                        if (tbl, cols) not in linked_before and self._db.execute(
+                                "SELECT 1 FROM rows WHERE tbl = ? LIMIT 1", (tbl,)).fetchone():
+                            changed.add(tbl)
+        for (tbl, cols), columns in configured.items():
+            self._set_ids[tbl, cols] = recorded[tbl, cols]
+            self._indexes.setdefault(tbl, []).append((recorded[tbl, cols], columns))
         return changed
+
+    def _earlier_layout(self) -> set[tuple[str, str]] | None:
+        """The ``(tbl, cols)`` a store written before ``link_sets`` indexed (in its
+        ``links`` and ``indexes`` tables, dropped by ``_reindex``); ``None`` when the
+        store has no such tables."""
+        tables = {name for (name,) in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN "
+            "('links', 'indexes')")}
+        if not tables:
+            return None
+        found: set[tuple[str, str]] = set()
+        if "indexes" in tables:
+            found.update(self._db.execute("SELECT tbl, cols FROM indexes").fetchall())
+        if "links" in tables:
+            found.update(self._db.execute("SELECT DISTINCT tbl, cols FROM links").fetchall())
+        return found
+
+    def _index_rows(self, tbl: str, cols: str, columns: tuple[str, ...]) -> int:
+        """Number a join column set and link the stored rows of ``tbl`` by ``columns``;
+        its number."""
+        set_id = int(self._db.execute("INSERT INTO link_sets (tbl, cols) VALUES (?, ?) "
+                                      "RETURNING id", (tbl, cols)).fetchone()[0])
+        links = sorted(((value, key) for key, row in self._db.execute(
+            "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
+            if (value := _link_value(orjson.loads(row), columns)) is not None), key=_link_order)
+        self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) "
+                             "VALUES (?, ?, ?)", [(set_id, *link) for link in links])
+        return set_id
 
     def mark_every_row(self, target: str, table: Table) -> int:
         """Mark the record of every stored row of ``table`` in ``target`` to be written;
@@ -260,12 +299,12 @@ class JoinStore:
             [(*where, orjson.dumps(row), *position) for where, (row, position) in rows.items()
              if row is not None])
         links, self._link_writes = self._link_writes, {}
-        changes = sorted((*where, key, added) for where, keys in links.items()
-                         for key, added in keys.items())  # in the index's order
-        self._db.executemany("DELETE FROM links WHERE tbl = ? AND cols = ? AND val = ? AND "
-                             "key = ?", [change[:4] for change in changes if not change[4]])
-        self._db.executemany("INSERT OR IGNORE INTO links (tbl, cols, val, key) VALUES "
-                             "(?, ?, ?, ?)", [change[:4] for change in changes if change[4]])
+        changes = sorted(((set_id, value, key, added) for (set_id, value), keys in links.items()
+                          for key, added in keys.items()), key=_set_link_order)
+        self._db.executemany("DELETE FROM set_links WHERE set_id = ? AND val = ? AND key = ?",
+                             [change[:3] for change in changes if not change[3]])
+        self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) VALUES "
+                             "(?, ?, ?)", [change[:3] for change in changes if change[3]])
         pending, self._pending_writes = self._pending_writes, set()
         self._db.executemany("INSERT OR IGNORE INTO pending (target, key) VALUES (?, ?)",
                              sorted(pending))
@@ -316,21 +355,21 @@ class JoinStore:
         """Store ``row`` as the row of ``key`` at ``position`` (``None``: delete it);
         ``old`` is what the store held (its links are replaced)."""
         tbl = table_id(table)
-        for cols, columns in self._indexes.get(tbl, ()):
+        for set_id, columns in self._indexes.get(tbl, ()):
             was = _link_value(old, columns)
             now = _link_value(row, columns)
             if was != now:
                 if was is not None:
-                    self._link(tbl, cols, was, key, False)
+                    self._link(set_id, was, key, False)
                 if now is not None:
-                    self._link(tbl, cols, now, key, True)
+                    self._link(set_id, now, key, True)
         _remember(self._rows, (tbl, key), row)
         self._row_writes[tbl, key] = (row, position)
 
-    def _link(self, tbl: str, cols: str, value: bytes, key: bytes, added: bool) -> None:
-        """Add ``key`` to (or drop it from) the keys holding ``value`` in ``cols``."""
-        self._link_writes.setdefault((tbl, cols, value), {})[key] = added
-        cached = self._keys.get((tbl, cols, value))
+    def _link(self, set_id: int, value: LinkValue, key: bytes, added: bool) -> None:
+        """Add ``key`` to (or drop it from) the keys holding ``value`` in set ``set_id``."""
+        self._link_writes.setdefault((set_id, value), {})[key] = added
+        cached = self._keys.get((set_id, value))
         if cached is not None:
             if added:
                 cached[key] = None
@@ -386,11 +425,13 @@ class JoinStore:
     def matching_keys(self, table: Table, columns: tuple[str, ...],
                       values: tuple[Any, ...]) -> list[bytes]:
         """The keys of the rows ``matching`` would return."""
-        where = (table_id(table), columns_id(columns), _compact(link_value(values)))
+        value = link_value(values)
+        where = (self._set_id(table, columns),
+                 _compact(value) if isinstance(value, bytes) else value)
         keys = self._keys.get(where)
         if keys is None:
             keys = dict.fromkeys(key for (key,) in self._db.execute(
-                "SELECT key FROM links WHERE tbl = ? AND cols = ? AND val = ?", where))
+                "SELECT key FROM set_links WHERE set_id = ? AND val = ?", where))
             for key, added in self._link_writes.get(where, {}).items():
                 if added:
                     keys[key] = None
@@ -407,22 +448,38 @@ class JoinStore:
             "(SELECT CAST(value AS BLOB) FROM json_each(?))",
             (table_id(table), _json_list(keys)))}
 
-    def matching_many(self, table: Table, columns: tuple[str, ...], values: Iterable[bytes]
-                      ) -> dict[bytes, list[Keyed]]:
+    def _set_id(self, table: Table, columns: tuple[str, ...]) -> int:
+        """The number of the join column set ``columns`` of ``table``."""
+        try:
+            return self._set_ids[table_id(table), columns_id(columns)]
+        except KeyError:
+            raise KeyError(f"the join store does not index {table_id(table)} by "
+                           f"{columns_id(columns)}") from None
+
+    def matching_many(self, table: Table, columns: tuple[str, ...],
+                      values: Iterable[LinkValue]) -> dict[LinkValue, list[Keyed]]:
         """``(key, row)`` of the rows of ``table`` whose ``columns`` hold each of ``values``
         (``link_value``s), read together (committed rows: outside a transaction), keys
         and rows decoded in one call each."""
+        plain: list[int | str] = []
+        arrays: list[bytes] = []
+        for value in values:
+            if isinstance(value, bytes):
+                arrays.append(value)
+            else:
+                plain.append(value)
         found = self._db.execute(
-            "SELECT links.val, links.key, rows.row FROM links JOIN rows"
-            " ON rows.tbl = links.tbl AND rows.key = links.key"
-            " WHERE links.tbl = ? AND links.cols = ? AND links.val IN"
-            " (SELECT CAST(value AS BLOB) FROM json_each(?))",
-            (table_id(table), columns_id(columns), _json_list(values))).fetchall()
+            "SELECT l.val, l.key, rows.row FROM set_links AS l JOIN rows"
+            " ON rows.tbl = ? AND rows.key = l.key"
+            " WHERE l.set_id = ? AND l.val IN (SELECT value FROM json_each(?)"
+            " UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
+            (table_id(table), self._set_id(table, columns), orjson.dumps(plain).decode(),
+             _json_list(arrays))).fetchall()
         if not found:
             return {}
         keys = orjson.loads(b"[%b]" % b",".join([key for _, key, _ in found]))
         rows = orjson.loads(b"[%b]" % b",".join([row for _, _, row in found]))
-        matched: dict[bytes, list[Keyed]] = {}
+        matched: dict[LinkValue, list[Keyed]] = {}
         for (value, _, _), key, row in zip(found, keys, rows, strict=True):
             keyed = matched.get(value)
             if keyed is None:
@@ -519,16 +576,36 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> bytes | None:
+def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkValue | None:
     if row is None:
         return None
     values = [row.get(column) for column in columns]
     return None if any(value is None for value in values) else link_value(values)
 
 
-def link_value(values: Sequence[Any]) -> bytes:
-    """How join ``values`` are stored in ``links`` (a JSON array; a tuple too)."""
+def link_value(values: Sequence[Any]) -> LinkValue:
+    """How join ``values`` are stored in ``set_links``: one integer (a 64-bit one, not a
+    boolean) or text value as itself, anything else as a JSON array. SQLite never takes
+    an integer, a text and a blob for equal, so each way stands for one list of values."""
+    if len(values) == 1:
+        value = values[0]
+        if type(value) is str or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX):
+            return value
     return orjson.dumps(values)
+
+
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_KIND = {int: 0, str: 1, bytes: 2}  # SQLite's order of integers, text and blobs
+
+
+def _link_order(link: tuple[LinkValue, bytes]) -> tuple[int, LinkValue, bytes]:
+    """``(value, key)`` in the order of the index (for inserts side by side)."""
+    return _KIND[type(link[0])], link[0], link[1]
+
+
+def _set_link_order(change: tuple[int, LinkValue, bytes, bool]
+                    ) -> tuple[int, int, LinkValue, bytes]:
+    return change[0], _KIND[type(change[1])], change[1], change[2]
 
 
 def _json_list(items: Iterable[bytes]) -> str:

@@ -227,9 +227,9 @@ def test_rows_and_links_written_at_the_commit_are_read_before_it(tmp_path: Path)
         assert store.row(items, two) is None and store.position(items, two) == Position(0, 0)
     reopened = JoinStore(tmp_path / "joins.sqlite", [(items, ("order_id",))])
     assert reopened.rows_of(items, [one, two]) == {one: {"id": 1, "order_id": 8}}
-    assert reopened.matching_many(items, ("order_id",), [b"[7]", b"[8]"]) == {
-        b"[8]": [({"id": 1}, {"id": 1, "order_id": 8})]}
-    assert reopened.matching_many(items, ("order_id",), [b"[7]"]) == {}
+    assert reopened.matching_many(items, ("order_id",), [7, 8]) == {
+        8: [({"id": 1}, {"id": 1, "order_id": 8})]}
+    assert reopened.matching_many(items, ("order_id",), [7]) == {}
     store.close()
     reopened.close()
 

@@ -1,0 +1,100 @@
+"""The join store's links: join values of every kind find exactly the rows whose values
+are equal as JSON, and a store written in the earlier layout (``links``, ``indexes``)
+is indexed again in the new one without its records changing."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cdc.log import Position
+from connectors.joins import JoinStore
+from connectors.joins.store import key_bytes, link_value
+
+ITEMS = ("public", "items")
+# values that Python or SQLite could take for equal although their JSON differs
+VALUES: list[Any] = [1, True, 1.0, "1", "01", 0, False, -1, 2 ** 63 - 1, -(2 ** 63),
+                     "é", "", "[1]", [1], {"a": 1}, 1.5, "x" * 40]
+
+
+def _row(key: int, value: Any, other: Any) -> dict[str, Any]:
+    return {"id": key, "ref": value, "kind": other}
+
+
+def test_each_kind_of_value_finds_the_rows_equal_to_it_as_json(tmp_path: Path) -> None:
+    by_one, by_two = ("ref",), ("ref", "kind")
+    store = JoinStore(tmp_path / "joins.sqlite", [(ITEMS, by_one), (ITEMS, by_two)])
+    rnd = random.Random(7)
+    rows = {key: _row(key, rnd.choice(VALUES), rnd.choice(["a", 2, None]))
+            for key in range(300)}
+    with store.transaction():
+        for key, row in rows.items():
+            store.put(ITEMS, key_bytes({"id": key}), row, None, Position(1, key))
+    for columns in (by_one, by_two):
+        expected: dict[bytes, set[bytes]] = {}
+        for key, row in rows.items():
+            values = [row[column] for column in columns]
+            if None not in values:
+                expected.setdefault(orjson.dumps(values), set()).add(key_bytes({"id": key}))
+        assert len(expected) > len(VALUES) / 2
+        asked = [link_value(orjson.loads(json)) for json in expected]
+        found = store.matching_many(ITEMS, columns, [*asked, link_value([12345])])
+        assert {orjson.dumps([row[c] for c in columns]): {key_bytes(k) for k, _ in keyed}
+                for keyed in found.values() for k, row in keyed} == expected
+        for json, keys in expected.items():
+            assert set(store.matching_keys(ITEMS, columns, tuple(orjson.loads(json)))) == keys
+    store.close()
+
+
+def _earlier_store(path: Path) -> None:
+    """A store of items indexed by order and product, as written before ``link_sets``."""
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE rows (tbl TEXT NOT NULL, key BLOB NOT NULL, row BLOB NOT "
+                   "NULL, lsn INTEGER NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tbl, key))"
+                   " WITHOUT ROWID")
+        db.execute("CREATE TABLE links (tbl TEXT NOT NULL, cols TEXT NOT NULL, val BLOB NOT "
+                   "NULL, key BLOB NOT NULL, PRIMARY KEY (tbl, cols, val, key)) WITHOUT ROWID")
+        db.execute("CREATE TABLE indexes (tbl TEXT NOT NULL, cols TEXT NOT NULL, PRIMARY KEY "
+                   "(tbl, cols)) WITHOUT ROWID")
+        for key in range(10):
+            row = {"id": key, "order_id": key // 3, "product_id": f"p{key % 2}"}
+            db.execute("INSERT INTO rows VALUES ('public.items', ?, ?, 1, ?)",
+                       (key_bytes({"id": key}), orjson.dumps(row), key))
+            for column in ("order_id", "product_id"):
+                db.execute("INSERT INTO links VALUES ('public.items', ?, ?, ?)",
+                           (f'["{column}"]', orjson.dumps([row[column]]),
+                            key_bytes({"id": key})))
+        db.executemany("INSERT INTO indexes VALUES ('public.items', ?)",
+                       [('["order_id"]',), ('["product_id"]',)])
+
+
+def test_a_store_of_the_earlier_layout_is_indexed_again_with_its_records_unchanged(
+        tmp_path: Path) -> None:
+    path = tmp_path / "joins.sqlite"
+    _earlier_store(path)
+    store = JoinStore(path, [(ITEMS, ("order_id",)), (ITEMS, ("product_id",))])
+    assert store.reindexed == set()  # the same links, in another layout: no record changes
+    assert store.matching_keys(ITEMS, ("order_id",), (1,)) == [
+        key_bytes({"id": key}) for key in (3, 4, 5)]
+    assert sorted(store.matching_keys(ITEMS, ("product_id",), ("p1",))) == sorted(
+        key_bytes({"id": key}) for key in (1, 3, 5, 7, 9))
+    tables = {name for (name,) in store._db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "links" not in tables and "indexes" not in tables
+    store.close()
+    assert JoinStore(path, [(ITEMS, ("order_id",)), (ITEMS, ("product_id",))]
+                     ).reindexed == set()
+
+
+def test_an_earlier_store_indexing_a_set_no_longer_joined_has_its_records_written(
+        tmp_path: Path) -> None:
+    path = tmp_path / "joins.sqlite"
+    _earlier_store(path)
+    store = JoinStore(path, [(ITEMS, ("order_id",))])
+    assert store.reindexed == {"public.items"}
+    assert store.matching_keys(ITEMS, ("order_id",), (3,)) == [key_bytes({"id": 9})]
+    store.close()
