@@ -10,7 +10,7 @@ from pathlib import Path
 
 from compose.launcher import RedisServer
 from compose.launcher.base import port_open, wait_until
-from compose.launcher.jars import jdk_tool, resolve_jars
+from compose.launcher.jars import resolve_jars, server_java
 from compose.launcher.opensearch import OpenSearchServer, _compiled_main
 from compose.launcher.postgres import PostgresServer
 
@@ -45,7 +45,7 @@ class RestartableOpenSearch(OpenSearchServer):
         jars = resolve_jars("opensearch")
         classpath = os.pathsep.join([str(_compiled_main(jars)), *map(str, jars)])
         self._spawn([
-            jdk_tool("java"), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
+            *server_java(), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={self.workdir / 'tmp'}", "-cp",
             classpath, "DistributaryOpenSearch", "-basePath", str(home), "-numOfNode", "1",
             "-clusterName", "distributary", "-baseHttpPort", str(self.port - 1),

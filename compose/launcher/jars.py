@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -80,6 +81,18 @@ def jdk_tool(name: str) -> str:
     if found is None:
         raise ServerError(f"{name} not found: install a JDK 17+ or set JAVA_HOME")
     return found
+
+
+SERVER_JVM_OPTIONS_ENV = "DISTRIBUTARY_SERVER_JVM_OPTIONS"
+"""Options given to every server JVM the launcher starts (``make test`` sets
+``-XX:TieredStopAtLevel=1``: its servers live for minutes and start often, and C2's
+compilations cost about half their CPU at start)."""
+
+
+def server_java() -> list[str]:
+    """The ``java`` command of a launched server: ``java`` and the options
+    ``$DISTRIBUTARY_SERVER_JVM_OPTIONS`` holds."""
+    return [jdk_tool("java"), *shlex.split(os.environ.get(SERVER_JVM_OPTIONS_ENV, ""))]
 
 
 def _patch_range(version: str) -> str:

@@ -25,7 +25,7 @@ from .base import (
     run_checked,
     wait_until,
 )
-from .jars import jdk_tool, resolve_jars
+from .jars import resolve_jars, server_java
 from .kafka_security import ListenerSecurity
 
 _NODE_ID = 1
@@ -67,7 +67,7 @@ class KafkaServer(LocalServer):
         properties.write_text(self._server_properties())
         log4j2 = self.workdir / "log4j2.properties"
         log4j2.write_text(_LOG4J2)
-        jvm = [jdk_tool("java"), "-Xms128m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
+        jvm = [*server_java(), "-Xms128m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={log4j2}", f"-Djava.io.tmpdir={self.workdir}",
                "-cp", os.pathsep.join(map(str, jars))]
         run_checked([*jvm, "kafka.tools.StorageTool", "format", "--ignore-formatted",
@@ -166,7 +166,7 @@ class KafkaCluster(LocalServer):
         jars = resolve_jars("kafka")
         log4j2 = self.workdir / "log4j2.properties"
         log4j2.write_text(_LOG4J2)
-        self._jvm = [jdk_tool("java"), "-Xms128m", f"-Xmx{self._heap}",
+        self._jvm = [*server_java(), "-Xms128m", f"-Xmx{self._heap}",
                      "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j2}",
                      f"-Djava.io.tmpdir={self.workdir}", "-cp", os.pathsep.join(map(str, jars))]
         cluster_id = _random_cluster_id()

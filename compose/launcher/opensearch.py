@@ -43,7 +43,7 @@ from .base import (
     run_checked,
     wait_until,
 )
-from .jars import jdk_tool, resolve_jars
+from .jars import jdk_tool, resolve_jars, server_java
 from .opensearch_security import SecurityOptions, install
 
 _MAIN_CLASS = "DistributaryOpenSearch"
@@ -131,7 +131,7 @@ class OpenSearchServer(LocalServer):
         tmp.mkdir(exist_ok=True)
         classpath = os.pathsep.join([str(classes), *map(str, jars)])
         self._spawn([
-            jdk_tool("java"), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
+            *server_java(), "-Xms512m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}", "-cp", classpath, _MAIN_CLASS,
             "-basePath", str(home), "-numOfNode", "1", "-clusterName", "distributary",
             "-baseHttpPort", str(self.port - 1),

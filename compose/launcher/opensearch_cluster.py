@@ -28,7 +28,7 @@ import subprocess
 from typing import Any
 
 from .base import LOOPBACK, LocalServer, free_port, port_open, wait_until
-from .jars import jdk_tool, resolve_jars
+from .jars import resolve_jars, server_java
 from .opensearch import _DIRECT, _LOG4J2, _MAIN_CLASS, _compiled_main
 
 CLUSTER_NAME = "distributary-cluster"
@@ -121,7 +121,7 @@ class OpenSearchCluster(LocalServer):
         tmp.mkdir(exist_ok=True)
         classpath = os.pathsep.join([str(classes), *map(str, jars)])
         self._nodes[number] = self._spawn([
-            jdk_tool("java"), "-Xms256m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
+            *server_java(), "-Xms256m", f"-Xmx{self._heap}", "-Djava.awt.headless=true",
             "-Dfile.encoding=UTF-8", f"-Djava.io.tmpdir={tmp}",
             f"-Ddistributary.node.name={self.node_name(number)}", "-cp", classpath,
             _MAIN_CLASS, "-basePath", str(home), "-numOfNode", "1",
