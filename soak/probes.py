@@ -16,7 +16,7 @@ import redis
 from opensearchpy import OpenSearch
 from prometheus_client.parser import text_string_to_metric_families
 
-PAGE_MB = 1 / 1024  # /proc/<pid>/status gives kB
+MB_PER_KB = 1 / 1024  # /proc/<pid>/status gives kB
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -38,7 +38,7 @@ def process_stats(pid: int) -> ProcessStats | None:
         return None
     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     rss_kb = int(fields.get("VmRSS", "0 kB").split()[0])
-    return ProcessStats(rss_kb * PAGE_MB, fds, int(fields["Threads"]))
+    return ProcessStats(rss_kb * MB_PER_KB, fds, int(fields["Threads"]))
 
 
 def pipeline_processes(run_pid: int) -> dict[str, int]:

@@ -197,11 +197,12 @@ class JoinStore:
         its number."""
         set_id = int(self._db.execute("INSERT INTO link_sets (tbl, cols) VALUES (?, ?) "
                                       "RETURNING id", (tbl, cols)).fetchone()[0])
-        links = sorted(((value, key) for key, row in self._db.execute(
+        links = sorted(((set_id, value, key) for key, row in self._db.execute(
             "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
-            if (value := _link_value(orjson.loads(row), columns)) is not None), key=_link_order)
+            if (value := _link_value(orjson.loads(row), columns)) is not None),
+            key=_index_order)
         self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) "
-                             "VALUES (?, ?, ?)", [(set_id, *link) for link in links])
+                             "VALUES (?, ?, ?)", links)
         return set_id
 
     def mark_every_row(self, target: str, table: Table) -> int:
@@ -300,7 +301,7 @@ class JoinStore:
              if row is not None])
         links, self._link_writes = self._link_writes, {}
         changes = sorted(((set_id, value, key, added) for (set_id, value), keys in links.items()
-                          for key, added in keys.items()), key=_set_link_order)
+                          for key, added in keys.items()), key=_index_order)
         self._db.executemany("DELETE FROM set_links WHERE set_id = ? AND val = ? AND key = ?",
                              [change[:3] for change in changes if not change[3]])
         self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) VALUES "
@@ -598,14 +599,11 @@ _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _KIND = {int: 0, str: 1, bytes: 2}  # SQLite's order of integers, text and blobs
 
 
-def _link_order(link: tuple[LinkValue, bytes]) -> tuple[int, LinkValue, bytes]:
-    """``(value, key)`` in the order of the index (for inserts side by side)."""
-    return _KIND[type(link[0])], link[0], link[1]
-
-
-def _set_link_order(change: tuple[int, LinkValue, bytes, bool]
-                    ) -> tuple[int, int, LinkValue, bytes]:
-    return change[0], _KIND[type(change[1])], change[1], change[2]
+def _index_order(link: tuple[int, LinkValue, bytes, *tuple[bool, ...]]
+                 ) -> tuple[int, int, LinkValue, bytes]:
+    """``(set_id, value, key[, added])`` in the order of the links' index, so that the
+    inserts and deletes of a batch land side by side."""
+    return link[0], _KIND[type(link[1])], link[1], link[2]
 
 
 def _json_list(items: Iterable[bytes]) -> str:
