@@ -25,9 +25,12 @@ _FRAME = struct.Struct(">IIIIIQ?")
 class StreamSpool:
     """The spooled events of every open streamed transaction."""
 
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None, *, shared_base: bool = False) -> None:
         """Spool into ``directory`` (emptied first: what a killed capture left there is
-        resent by PostgreSQL anyway), or a fresh temporary directory."""
+        resent by PostgreSQL anyway), or a fresh temporary directory; ``shared_base``: its
+        parent is the slot's base directory (``for_process``), removed at ``close`` once
+        no process spools in it."""
+        self._shared_base = shared_base
         if directory is None:
             self.directory = Path(tempfile.mkdtemp(prefix="distributary-spool-"))
         else:
@@ -47,7 +50,7 @@ class StreamSpool:
         for entry in base.iterdir():
             if entry.name.isdigit() and int(entry.name) != own and not _running(int(entry.name)):
                 shutil.rmtree(entry, ignore_errors=True)
-        return cls(base / str(own))
+        return cls(base / str(own), shared_base=True)
 
     def _file(self, xid: int) -> BinaryIO:
         out = self._files.get(xid)
@@ -98,10 +101,14 @@ class StreamSpool:
                 (self.directory / f"{xid}.spool").unlink()
 
     def close(self) -> None:
-        """Drop every spool file."""
+        """Drop every spool file, and the slot's base directory when it is left empty (a
+        replica's own directory in it keeps it: ``rmdir`` removes only an empty one)."""
         for xid in list(self._files):
             self._discard(xid)
         shutil.rmtree(self.directory, ignore_errors=True)
+        if self._shared_base:
+            with contextlib.suppress(OSError):
+                self.directory.parent.rmdir()
 
 
 class CommittedSpool(Iterator[PendingEvent]):

@@ -36,3 +36,15 @@ def test_a_replica_starting_leaves_a_running_replicas_spool_alone(tmp_path: Path
     assert (running.directory / "42.spool").exists(), "a live replica's spool is kept"
     running.add_frame(44, b"still writable")
     assert (running.directory / "44.spool").exists()
+
+
+def test_the_last_spool_closed_removes_the_slots_base_directory(tmp_path: Path) -> None:
+    base = tmp_path / "distributary-spool-app"
+    other = StreamSpool.for_process(base, pid=os.getppid())  # a replica still running
+    mine = StreamSpool.for_process(base)
+    mine.add_frame(43, b"mine")
+
+    mine.close()
+    assert base.is_dir(), "kept while another replica spools in it"
+    other.close()
+    assert not base.exists(), "removed with the last spool: nothing is left per slot"
