@@ -18,6 +18,8 @@ ARRAY_OF: int
 """A kind's code with this bit: an array of that kind (``array_codec`` with ``,``)."""
 RANGE_OF: int
 """A kind's code with this bit: a range of that kind (``range_codec``)."""
+PATH_SEPARATOR: str
+"""What joins the names of a path in ``opensearch_actions``' ``deep`` kinds."""
 FIELD_KINDS: dict[str, int]
 """A JSON value's kind (``str``, ``int``, ``big_int``, ``float``, ``bool``, ``object``,
 ``array``, ``null``) → its bit in ``opensearch_actions``' fields (``opensearch.rs``)."""
@@ -179,7 +181,9 @@ def opensearch_actions(
     events: list[SinkEvent], tables: dict[tuple[str, str, str], str | None],
     max_id_bytes: int,
 ) -> tuple[tuple[list[bytes], list[str], list[int], list[tuple[str, str, str]],
-                 list[dict[str, int]]] | None,
+                 list[dict[str, int]], list[dict[str, int] | None]] | None,
            tuple[str, str, str] | None]:
-    """``((payloads, kinds, table_of, tables, fields), None)``, ``(None, missing table)``
-    or ``(None, None)``; ``tables``: ``(topic, schema, table)`` → alias or None."""
+    """``((payloads, kinds, table_of, tables, fields, deep), None)``, ``(None, missing
+    table)`` or ``(None, None)``; ``tables``: ``(topic, schema, table)`` → alias or None;
+    ``deep``: per table every value's path (names joined by ``PATH_SEPARATOR``) → its
+    kinds, or None."""

@@ -7,9 +7,10 @@ view reads, with keys the native renderer reads (no float key column, ids within
 OpenSearch's limit): for those the sink's Python path would write each row as it is,
 ``index_action``/``delete_action`` of ``encode_key(key)`` and ``after``. The renderer
 gives those actions, and for each table the kinds of values its documents' fields hold
-(``KIND_*`` bits), from which the sink tells whether the batch maps new fields and
-whether any value may be unindexable, without a document in Python (``tests/reference/
-field_kinds.py`` is the Python side of those bits). ``None`` leaves the
+(``KIND_*`` bits) and those of every value by its path, objects' and arrays' included,
+from which the sink tells whether the batch maps new fields and whether any value may be
+unindexable, without a document in Python (``tests/reference/field_kinds.py`` is the
+Python side of those bits). ``None`` leaves the
 batch to the Python path (the reference, which decides everything else: truncates,
 views, unchanged TOAST columns, bad events); ``tests/unit/connectors/
 test_opensearch_native_actions.py`` holds both to the same bytes.
@@ -24,6 +25,8 @@ from cdc.native import CORE
 from connectors.contract import SinkEvent
 from connectors.placeholders import TableNames
 
+from .unindexed import fitting_types, mapping_kind
+
 TableId: TypeAlias = tuple[str, str, str]  # (topic, schema, table)
 
 KIND_STR = CORE.FIELD_KINDS["str"]
@@ -37,6 +40,9 @@ KIND_NULL = CORE.FIELD_KINDS["null"]
 KIND_TYPES: tuple[tuple[int, type], ...] = (
     (KIND_STR, str), (KIND_INT, int), (KIND_BIG_INT, int), (KIND_FLOAT, float),
     (KIND_BOOL, bool), (KIND_OBJECT, dict), (KIND_ARRAY, list))
+PATH_SEPARATOR: str = CORE.PATH_SEPARATOR  # joins the names of a path in ``deep`` kinds
+# a null is never looked at; a list's items are, one by one, under the list's mapping
+_PASSED_OVER = KIND_NULL | KIND_ARRAY
 
 
 class NativeBatch(NamedTuple):
@@ -48,6 +54,7 @@ class NativeBatch(NamedTuple):
     table_of: list[int]
     tables: list[TableNames]
     fields: list[dict[str, int]]
+    deep: list[dict[str, int] | None]  # every value's path → its kinds; None: not read
 
 
 class NativeActions:
@@ -71,9 +78,9 @@ class NativeActions:
             if missing is None:
                 if rendered is None:
                     return None
-                payloads, kinds, table_of, tables, fields = rendered
+                payloads, kinds, table_of, tables, fields, deep = rendered
                 return NativeBatch(payloads, kinds, table_of,
-                                   [self._names[table] for table in tables], fields)
+                                   [self._names[table] for table in tables], fields, deep)
             topic, schema, table = missing
             names = TableNames.of(topic, {"schema": schema, "table": table}, self._prefix)
             self._names[missing] = names
@@ -97,3 +104,41 @@ def vouched(kinds: Mapping[str, int], mappings: Mapping[str, Mapping[str, Any]],
                     bit == KIND_INT and mapping.get("type") == "long"):
                 return False
     return True
+
+
+def deep_vouched(kinds: Mapping[str, int], mappings: Mapping[str, Mapping[str, Any]]) -> bool:
+    """True when no value of these kinds at these paths (``NativeBatch.deep``: every value
+    by its path, a list's items at the list's) can be unindexable in these mappings:
+    each kind is one ``unindexed._unindexed_quickly`` skips without looking at the value,
+    down objects' properties. A path below a field not mapped as an object is the
+    field's to answer for (its own kinds then include an object or a list)."""
+    for path, bits in kinds.items():
+        mapping = _mapping_at(path.split(PATH_SEPARATOR), mappings)
+        if mapping is not None and bits & ~_fitting_bits(mapping):
+            return False
+    return True
+
+
+def _mapping_at(names: list[str], mappings: Mapping[str, Mapping[str, Any]]
+                ) -> Mapping[str, Any] | None:
+    mapping = mappings.get(names[0])
+    for name in names[1:]:
+        if mapping is None or mapping_kind(mapping) != "object":
+            return None
+        mapping = (mapping.get("properties") or {}).get(name)
+    return mapping
+
+
+def _fitting_bits(mapping: Mapping[str, Any]) -> int:
+    """The kinds of values ``mapping`` indexes whatever the value."""
+    kind = mapping_kind(mapping)
+    if kind == "object":
+        return KIND_OBJECT | _PASSED_OVER  # its properties are looked at by their paths
+    if kind == "flat_object":
+        return KIND_OBJECT | KIND_NULL  # a list must hold only objects: looked at
+    types = fitting_types(mapping)
+    bits = _PASSED_OVER | (KIND_INT if kind == "long" else 0)
+    for bit, python_type in KIND_TYPES:
+        if python_type in types:
+            bits |= bit
+    return bits

@@ -65,7 +65,7 @@ from .errors import login_refusal, translate, unavailable
 from .indices import IndexCatalog, IndexState
 from .mapping import ColumnType, FieldMapping, joined_mappings, new_fields
 from .names import index_name
-from .native_actions import KIND_NULL, NativeActions, NativeBatch, vouched
+from .native_actions import KIND_NULL, NativeActions, NativeBatch, deep_vouched, vouched
 from .unindexed import UnindexedValues, always_fitting
 
 MAX_ID_BYTES = 512
@@ -200,10 +200,13 @@ class OpenSearchSink:
     def _count_unindexed_plain(self, batch: Sequence[SinkEvent], rendered: NativeBatch,
                                states: list[IndexState], rejected: list[Rejection]) -> None:
         """``_count_unindexed`` for a plain batch: its documents are looked at only when
-        their fields' kinds of values may not all be indexable."""
+        the kinds of their values (by path, objects' and lists' included; else of their
+        top-level fields) may not all be indexable."""
         refused = {id(rejection.event) for rejection in rejected}
-        for number, (state, kinds) in enumerate(zip(states, rendered.fields, strict=True)):
-            if vouched(kinds, state.mappings, always_fitting(state.mappings)):
+        for number, (state, kinds, deep) in enumerate(zip(states, rendered.fields,
+                                                          rendered.deep, strict=True)):
+            if (deep_vouched(deep, state.mappings) if deep is not None
+                    else vouched(kinds, state.mappings, always_fitting(state.mappings))):
                 continue
             documents = [item.event["after"] for item, kind, table
                          in zip(batch, rendered.kinds, rendered.table_of, strict=True)

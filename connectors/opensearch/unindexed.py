@@ -47,19 +47,29 @@ def unindexed_fields(document: Mapping[str, Any],
     return found
 
 
+def mapping_kind(mapping: Mapping[str, Any]) -> Any:
+    """A field mapping's type (``object`` for one with properties and no type)."""
+    return mapping.get("type", "object" if "properties" in mapping else None)
+
+
+def fitting_types(mapping: Mapping[str, Any]) -> frozenset[type]:
+    """The Python types whose every value ``mapping`` indexes (``_fits`` without looking
+    at the value); empty when every value needs a look."""
+    kind = mapping_kind(mapping)
+    if kind in _SCALARS:
+        return _SCALAR_TYPES
+    if kind in _NUMBERS:
+        return _FLOAT_ONLY if kind == "long" else _NUMBER_TYPES
+    if kind == "flat_object":
+        return _DICT_ONLY
+    return frozenset()
+
+
 def always_fitting(mappings: Mapping[str, Mapping[str, Any]]) -> dict[str, frozenset[type]]:
-    """Field → the Python types whose every value its mapping indexes (``_fits`` without
-    looking at the value): the per-document check skips those values."""
-    table: dict[str, frozenset[type]] = {}
-    for name, mapping in mappings.items():
-        kind = mapping.get("type", "object" if "properties" in mapping else None)
-        if kind in _SCALARS:
-            table[name] = _SCALAR_TYPES
-        elif kind in _NUMBERS:
-            table[name] = _FLOAT_ONLY if kind == "long" else _NUMBER_TYPES
-        elif kind == "flat_object":
-            table[name] = _DICT_ONLY
-    return table
+    """Field → ``fitting_types`` of its mapping: the per-document check skips those
+    values."""
+    return {name: types for name, mapping in mappings.items()
+            if (types := fitting_types(mapping))}
 
 
 # ``always_fitting`` of the mappings met in one batch, by their identity (the properties
@@ -99,7 +109,7 @@ def _collect(path: str, value: Any, mapping: Mapping[str, Any], found: list[str]
     """Add to ``found`` the paths in ``value`` that ``mapping`` cannot index; with
     ``objects``, objects' properties are vouched for as ``_unindexed_quickly`` does
     (without, every value is looked at: the reference)."""
-    kind = mapping.get("type", "object" if "properties" in mapping else None)
+    kind = mapping_kind(mapping)
     if isinstance(value, list) and kind != "flat_object":
         for item in value:
             if item is not None:

@@ -2,8 +2,9 @@
 //! event (what `redis_args::plain_event` reads: op, key, `orjson.dumps(after)`, table),
 //! the bytes `connectors/opensearch/bulk.py` writes (`index_action` / `delete_action`:
 //! an external-versioned action line, and the document for an index), and what kinds of
-//! values the document's top-level fields hold (for the mapping and unindexed checks,
-//! which `connectors/opensearch/native_actions.py` makes from them).
+//! values the document's top-level fields hold (for the mapping check), and every value's
+//! kind by its path below them (`deep_kinds`, for the unindexed check:
+//! `connectors/opensearch/native_actions.py` makes both from them).
 //!
 //! `tests/unit/connectors/test_opensearch_native_actions.py` holds these bytes and kinds
 //! to the Python path's.
@@ -38,6 +39,12 @@ pub const FIELD_KINDS: [(&str, u8); 8] = [
     ("array", KIND_ARRAY),
     ("null", KIND_NULL),
 ];
+
+/// What joins the names of a path in `deep_kinds` (a control character: never in a
+/// name read without escapes).
+pub const PATH_SEPARATOR: char = '\u{1}';
+/// How deep `deep_kinds` reads (recursion bounded: deeper documents are not read).
+const MAX_DEPTH: usize = 48;
 
 /// Append the action of one event to `out`: `alias_json` is the alias as a JSON string,
 /// `after` the document (`orjson.dumps(after)`) for an index, `None` for a delete.
@@ -100,6 +107,21 @@ pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, u8)>> {
     }
 }
 
+/// Every value of `document` (compact JSON as orjson writes it) by its path: `report`
+/// gets the path (names joined by `PATH_SEPARATOR`, from a top-level field's) and kind
+/// of each value; an array's elements are reported at the array's own path, as a mapping
+/// applies to each of them. False for what this does not read (the `field_kinds` cases,
+/// a name with an escape at any depth, nesting past `MAX_DEPTH`): the reports made are
+/// then incomplete.
+pub fn deep_kinds(document: &[u8], path: &mut String, report: &mut impl FnMut(&str, u8)) -> bool {
+    let mut scan = Scan {
+        raw: document,
+        at: 0,
+    };
+    path.clear();
+    scan.members(path, report, 0).is_some() && scan.done()
+}
+
 struct Scan<'a> {
     raw: &'a [u8],
     at: usize,
@@ -159,6 +181,77 @@ impl<'a> Scan<'a> {
             b'n' => self.word(b"null").map(|()| KIND_NULL),
             _ => self.number(),
         }
+    }
+
+    /// The members of an object (the cursor at its `{`), each value read by `deep`
+    /// under `path`.
+    fn members(
+        &mut self,
+        path: &mut String,
+        report: &mut impl FnMut(&str, u8),
+        depth: usize,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let name = self.plain_string()?;
+            self.eat(b':')?;
+            let length = path.len();
+            if depth > 0 {
+                path.push(PATH_SEPARATOR);
+            }
+            path.push_str(name);
+            self.deep(path, report, depth)?;
+            path.truncate(length);
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Read one value at `path`, reporting its kind and those of the values in it.
+    fn deep(
+        &mut self,
+        path: &mut String,
+        report: &mut impl FnMut(&str, u8),
+        depth: usize,
+    ) -> Option<()> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        let kind = match self.peek()? {
+            b'{' => {
+                self.members(path, report, depth + 1)?;
+                KIND_OBJECT
+            }
+            b'[' => {
+                self.at += 1;
+                if self.eat(b']').is_none() {
+                    loop {
+                        self.deep(path, report, depth + 1)?; // at the array's path
+                        match self.peek()? {
+                            b',' => self.at += 1,
+                            b']' => {
+                                self.at += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                KIND_ARRAY
+            }
+            _ => self.value()?,
+        };
+        report(path, kind);
+        Some(())
     }
 
     fn word(&mut self, word: &[u8]) -> Option<()> {
@@ -250,6 +343,52 @@ mod tests {
             ])
         );
         assert_eq!(field_kinds(b"{}"), Some(vec![]));
+    }
+
+    fn deep(document: &[u8]) -> Option<Vec<(String, u8)>> {
+        let mut found: Vec<(String, u8)> = Vec::new();
+        let mut path = String::new();
+        deep_kinds(document, &mut path, &mut |at, kind| {
+            found.push((at.replace(PATH_SEPARATOR, "."), kind))
+        })
+        .then_some(found)
+    }
+
+    #[test]
+    fn deep_kinds_name_every_value_by_its_path() {
+        let document = br#"{"i":1,"o":{"s":"}","l":[{"f":1.5},null,[2]]},"a":[],"e":{}}"#;
+        assert_eq!(
+            deep(document),
+            Some(
+                [
+                    ("i", KIND_INT),
+                    ("o.s", KIND_STR),
+                    ("o.l.f", KIND_FLOAT),
+                    ("o.l", KIND_OBJECT),
+                    ("o.l", KIND_NULL),
+                    ("o.l", KIND_INT),
+                    ("o.l", KIND_ARRAY),
+                    ("o.l", KIND_ARRAY),
+                    ("o", KIND_OBJECT),
+                    ("a", KIND_ARRAY),
+                    ("e", KIND_OBJECT),
+                ]
+                .map(|(path, kind)| (path.to_owned(), kind))
+                .to_vec()
+            )
+        );
+        assert_eq!(deep(b"{}"), Some(vec![]));
+    }
+
+    #[test]
+    fn deep_kinds_refuse_escaped_names_and_deep_nesting() {
+        assert_eq!(deep(br#"{"o":{"a\"b":1}}"#), None);
+        assert_eq!(deep(br#"{"o":[1}"#), None);
+        assert_eq!(deep(br#"{"o":1}x"#), None);
+        let nested = format!("{{\"o\":{}1{}}}", "[".repeat(60), "]".repeat(60));
+        assert_eq!(deep(nested.as_bytes()), None);
+        let shallow = format!("{{\"o\":{}1{}}}", "[".repeat(40), "]".repeat(40));
+        assert!(deep(shallow.as_bytes()).is_some());
     }
 
     #[test]

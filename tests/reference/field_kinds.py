@@ -1,8 +1,10 @@
 """The Python side of the native OpenSearch renderer's field kinds: the ``KIND_*`` bit
-of a decoded JSON value (``distributary_native.FIELD_KINDS``)."""
+of a decoded JSON value (``distributary_native.FIELD_KINDS``), and the kinds of every
+value of a document by its path (``deep_kinds_of``, the renderer's ``deep``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from connectors.opensearch.native_actions import (
@@ -11,6 +13,7 @@ from connectors.opensearch.native_actions import (
     KIND_INT,
     KIND_NULL,
     KIND_TYPES,
+    PATH_SEPARATOR,
 )
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -28,3 +31,22 @@ def kind_of(value: Any) -> int:
         if isinstance(value, kind):
             return bit
     raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def deep_kinds_of(document: Mapping[str, Any]) -> dict[str, int]:
+    """Every value of ``document`` by its path (names joined by ``PATH_SEPARATOR``) → the
+    kinds met there; a list's items are at the list's own path."""
+    found: dict[str, int] = {}
+
+    def visit(path: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for name, item in value.items():
+                visit(f"{path}{PATH_SEPARATOR}{name}", item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(path, item)
+        found[path] = found.get(path, 0) | kind_of(value)
+
+    for name, value in document.items():
+        visit(name, value)
+    return found

@@ -39,6 +39,8 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         field_kinds.set_item(name, bit)?;
     }
     module.add("FIELD_KINDS", field_kinds)?;
+    // what joins the names of a path in opensearch_actions' deep kinds
+    module.add("PATH_SEPARATOR", crate::opensearch::PATH_SEPARATOR.to_string())?;
     module.add_function(wrap_pyfunction!(encode::encode_batch, module)?)?;
     module.add_function(wrap_pyfunction!(encode::encode_topic_batch, module)?)?;
     module.add_function(wrap_pyfunction!(decode::decode_lines, module)?)?;

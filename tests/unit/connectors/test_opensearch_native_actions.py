@@ -1,8 +1,9 @@
 """The native bulk actions (``distributary_native.opensearch_actions``) against the
 Python path's (the reference): the same action bytes per event (``index_action`` /
 ``delete_action`` of ``encode_key(key)`` and ``after``) and the same kinds of values per
-field, for hypothesis-generated events; ``None`` (Python decides) where it must. And the
-unindexed-values shortcut (``vouched``) only vouches for documents the full check passes.
+field, and of every value by its path, for hypothesis-generated events; ``None`` (Python
+decides) where it must. And the unindexed-values shortcuts (``vouched``, ``deep_vouched``)
+only vouch for documents the full check passes.
 """
 
 from __future__ import annotations
@@ -27,15 +28,16 @@ from connectors.opensearch.native_actions import (
     KIND_STR,
     NativeActions,
     NativeBatch,
+    deep_vouched,
     vouched,
 )
-from connectors.opensearch.unindexed import _unindexed_quickly, always_fitting
+from connectors.opensearch.unindexed import _unindexed_quickly, always_fitting, unindexed_fields
 from connectors.placeholders import TableNames
 from derived import encode_key
-from tests.reference.field_kinds import kind_of
+from tests.reference.field_kinds import deep_kinds_of, kind_of
 
 from .sink_events import compact, sink_event
-from .test_opensearch_fast_paths import MAPPINGS, VALUES
+from .test_opensearch_fast_paths import JOINED, JOINED_VALUES, MAPPINGS, VALUES
 
 MAX_ID_BYTES = 512
 
@@ -83,6 +85,28 @@ def assert_same(rendered: NativeBatch | None, events: list[SinkEvent]) -> None:
         for name, bits in kinds_of_table.items():
             merged.setdefault(alias, {})[name] = merged.get(alias, {}).get(name, 0) | bits
     assert {alias: kinds for alias, kinds in merged.items() if kinds} == fields
+    for alias, deep in zip(aliases, rendered.deep, strict=True):
+        documents = [e.event["after"] for e in events if e.event["op"] != "d"
+                     and alias_of(TableNames.of(e.message.topic, e.event["source"], "app"))
+                     == alias]
+        if deep is None:  # only a name inside a value that JSON escapes, or deep nesting
+            assert any(_escaped_name_below(document) for document in documents), documents
+            continue
+        want: dict[str, int] = {}
+        for document in documents:
+            for path, bits in deep_kinds_of(document).items():
+                want[path] = want.get(path, 0) | bits
+        assert deep == want
+
+
+def _escaped_name_below(value: Any, depth: int = 0) -> bool:
+    """True when a dict inside ``value`` (not ``value`` itself) has a name JSON escapes."""
+    if isinstance(value, list):
+        return any(_escaped_name_below(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return any((depth > 0 and any(c in '"\\' or c < " " for c in name))
+                   or _escaped_name_below(item, depth + 1) for name, item in value.items())
+    return False
 
 
 def test_the_event_fields_are_where_the_native_side_reads_them() -> None:
@@ -207,3 +231,50 @@ def test_vouched_documents_have_no_unindexable_value() -> None:
     assert vouched({"id": KIND_INT | KIND_NULL, "note": KIND_STR}, orders, always_fitting(orders))
     assert not vouched({"id": KIND_BIG_INT}, orders, always_fitting(orders))
     assert not vouched({"note": KIND_OBJECT}, orders, always_fitting(orders))
+
+
+def test_deep_vouched_documents_have_no_unindexable_value() -> None:
+    """Objects and lists too (a joined record's customer, items and their products): what
+    ``deep_vouched`` vouches for by the kinds at each path, the full check passes."""
+    mappings = {**MAPPINGS, **JOINED}
+    values = [*VALUES, *JOINED_VALUES]
+    rng = random.Random(13)
+    vouched_count = 0
+    for _ in range(5_000):
+        fields = rng.sample([*sorted(mappings), "unmapped"], 4)
+        documents = [{name: rng.choice(values) for name in fields} for _ in range(2)]
+        kinds: dict[str, int] = {}
+        for document in documents:
+            for path, bits in deep_kinds_of(document).items():
+                kinds[path] = kinds.get(path, 0) | bits
+        if deep_vouched(kinds, mappings):
+            vouched_count += 1
+            for document in documents:
+                assert unindexed_fields(document, mappings) == [], document
+    assert vouched_count >= 15  # (23 with this seed: most random values need a look)
+    record = {"id": 7, "customer": {"name": "Ann", "n": 3, "at": "2026-01-01"},
+              "items": [{"line": 0, "note": "gift", "product": {"title": "Tea", "n": 1}},
+                        {"line": 1, "note": None, "product": None}]}
+    typed = {**JOINED, "customer": {"properties": {"name": JOINED["customer"]["properties"][
+        "name"], "n": JOINED["customer"]["properties"]["n"]}}}  # no date: vouched by type
+    assert deep_vouched(deep_kinds_of({**record, "customer": {"name": "Ann", "n": 3}}), typed)
+    assert not deep_vouched(deep_kinds_of(record), JOINED), "a date is looked at"
+    assert not deep_vouched(deep_kinds_of({**record, "items": [{"line": 2**64}]}), JOINED)
+    assert not deep_vouched(deep_kinds_of({**record, "items": ["scalar"]}), JOINED)
+
+
+def test_a_joined_batch_is_vouched_for_without_a_look() -> None:
+    """The native renderer's ``deep`` kinds of a batch of joined records vouch for it."""
+    typed = {"id": MAPPINGS["long"], "customer": {"properties": {"name": MAPPINGS["text"]}},
+             "items": {"type": "object", "properties": {
+                 "line": MAPPINGS["long"], "product": {"properties": {"title": MAPPINGS[
+                     "keyword"]}}}}}
+    events = [sink_event(("public", "orders"), "u", {"id": n}, {
+        "id": n, "customer": {"name": f"c{n}"},
+        "items": [{"line": i, "product": {"title": f"p{i}"}} for i in range(3)]}, n)
+        for n in range(1, 4)]
+    rendered = native(events)
+    assert_same(rendered, events)
+    assert rendered is not None and rendered.deep[0] is not None
+    assert deep_vouched(rendered.deep[0], typed)
+    assert not vouched(rendered.fields[0], typed, always_fitting(typed)), "top level alone"
