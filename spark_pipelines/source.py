@@ -33,7 +33,7 @@ from pyspark.sql.types import (
 from cdc.config import PipelineConfig
 from cdc.config.event_log import LogConfig
 from cdc.config.topic_names import TopicNamer
-from cdc.log import Log
+from cdc.log import Admin, Log
 from cdc.log.file import FileLog
 
 from .columnar import companion_records, read_records
@@ -106,11 +106,7 @@ class LogSource:
         (empty if no such topic)."""
         log = self.open_log()
         try:
-            admin = log.admin()
-            if topic not in admin.topics():
-                return {}
-            return {info.partition: (info.start_offset, info.end_offset)
-                    for info in admin.partitions(topic)}
+            return _offset_ranges(log.admin(), topic)
         finally:
             log.close()
 
@@ -139,10 +135,12 @@ class LogSource:
         gap, from Kafka after them."""
         if self.columnar_path is None:
             return self.kafka_records(spark, topic, value_type, ends, starts)
-        retained = self.offset_ranges(topic)
+        with self.kafka_admin() as admin:  # one connection for both questions
+            retained = _offset_ranges(admin, topic)
+            topic_id = admin.topic_id(topic)
         wanted = {p: (max(starts.get(p, 0), retained.get(p, (0, 0))[0]), end)
                   for p, end in ends.items()}
-        chunks = plan_chunks(self.columnar_path, topic, self.topic_id(topic), wanted)
+        chunks = plan_chunks(self.columnar_path, topic, topic_id, wanted)
         for problem in chunks.problems:
             logger.warning("not reading a columnar chunk of %s: %s; reading Kafka instead "
                            "(cdc log columnar writes it again)", topic, problem)
@@ -218,3 +216,11 @@ def _parsed(text: Column, value_type: DataType) -> Column:
 def _header(name: str) -> Column:
     found = F.expr(f"try_element_at(filter(headers, h -> h.key = '{name}'), 1).value")
     return found.cast(StringType()).cast(LongType())
+
+
+def _offset_ranges(admin: Admin, topic: str) -> dict[int, tuple[int, int]]:
+    """``LogSource.offset_ranges`` through an open admin client."""
+    if topic not in admin.topics():
+        return {}
+    return {info.partition: (info.start_offset, info.end_offset)
+            for info in admin.partitions(topic)}
