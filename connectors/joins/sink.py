@@ -337,20 +337,24 @@ class JoinedSink:
             self.store.close()
 
     def _write_pending(self) -> list[Rejection]:
-        """Build and write every pending record, ``RECORDS_PER_WRITE`` at a time, each
-        page's versions handed out (durably) before it is built; a page is built while
-        the one before it is written."""
+        """Build and write every pending record, ``RECORDS_PER_WRITE`` at a time, their
+        versions handed out (durably, in one commit for them all) before any is built; a
+        page is built while the one before it is written."""
         self._commit_held()  # what the records are built from is committed, then durable
         views = {view.target: view for view in self.stage.views}
         rejected: list[Rejection] = []
         writing: Future[list[Rejection]] | None = None
+        first, left = 0, 0  # the next version handed out, and how many are left
         try:
             for page in self.store.pending_pages(RECORDS_PER_WRITE):
                 # a view removed from the config since: its records are dropped
                 chunk = [(target, key) for target, key in page if target in views]
-                with self.store.transaction(durable=True):
-                    first = self.store.versions(len(chunk), self._at_least)
+                if len(chunk) > left:
+                    left = max(len(chunk), self.store.pending_count())
+                    with self.store.transaction(durable=True):
+                        first = self.store.versions(left, self._at_least)
                 records = self._records(views, chunk, first)
+                first, left = first + len(chunk), left - len(chunk)
                 if writing is not None:
                     rejected.extend(writing.result())
                 writing = self._writer().submit(self._write_records, records)

@@ -504,6 +504,10 @@ class JoinStore:
         """True when some record is waiting to be written."""
         return self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is not None
 
+    def pending_count(self) -> int:
+        """How many records are waiting to be written."""
+        return int(self._db.execute("SELECT count(*) FROM pending").fetchone()[0])
+
     def pending_pages(self, size: int) -> Iterator[list[tuple[str, bytes]]]:
         """The ``(target, key)`` to write, ``size`` at a time, in order."""
         after: tuple[str, bytes] = ("", b"")

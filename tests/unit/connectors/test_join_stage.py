@@ -337,6 +337,40 @@ def test_a_failed_page_leaves_every_record_pending(tmp_path: Path,
     sink.close()
 
 
+def test_the_pending_records_versions_are_handed_out_in_one_durable_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of records are built after one commit of all their versions (one fsync for
+    a write of many pages), each version above every one before."""
+    monkeypatch.setattr("connectors.joins.sink.RECORDS_PER_WRITE", 2)
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    handed: list[int] = []
+    versions = store.versions
+
+    def counted(count: int, at_least: int) -> int:
+        handed.append(count)
+        return versions(count, at_least)
+
+    monkeypatch.setattr(store, "versions", counted)
+    inner = _FlakySink()
+    inner.calls = 2  # never refuses
+    sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=500)
+    events = [SinkEvent(_message("app.public.orders", 0, number),
+                        {"op": "c", "key": {"id": number}, "before": None,
+                         "after": {"id": number, "customer_id": None, "note": "n"},
+                         "source": {"schema": "public", "table": "orders"}}, number)
+              for number in range(1, 8)]
+    sink.write(events)  # a batch not full: its records are written at once
+    built = [item for page in inner.pages for item in page if item.message.offset == -1]
+    assert len(built) == 7 and max(map(len, inner.pages)) == 2
+    assert handed == [7]
+    written = sorted(built, key=lambda item: item.version)
+    assert [item.version for item in written] == list(range(written[0].version,
+                                                             written[0].version + 7))
+    assert written[0].version >= 7  # at least every event's version
+    sink.close()
+
+
 def test_a_partition_sent_back_is_admitted_from_its_next_record(tmp_path: Path) -> None:
     sink = _joined_sink(tmp_path)
     where = TopicPartition("app.public.orders", 0)
