@@ -85,26 +85,12 @@ pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, u8)>> {
         raw: document,
         at: 0,
     };
-    scan.eat(b'{')?;
     let mut fields = Vec::new();
-    if scan.peek()? == b'}' {
-        scan.at += 1;
-        return scan.done().then_some(fields);
-    }
-    loop {
-        let name = scan.plain_string()?;
-        scan.eat(b':')?;
-        let kind = scan.value()?;
-        fields.push((name, kind));
-        match scan.peek()? {
-            b',' => scan.at += 1,
-            b'}' => {
-                scan.at += 1;
-                return scan.done().then_some(fields);
-            }
-            _ => return None,
-        }
-    }
+    scan.object(|scan, name| {
+        fields.push((name, scan.value()?));
+        Some(())
+    })?;
+    scan.done().then_some(fields)
 }
 
 /// Every value of `document` (compact JSON as orjson writes it) by its path: `report`
@@ -183,13 +169,11 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// The members of an object (the cursor at its `{`), each value read by `deep`
-    /// under `path`.
-    fn members(
+    /// An object (the cursor at its `{`): `member` reads each member's value, given its
+    /// name (one without escapes).
+    fn object(
         &mut self,
-        path: &mut String,
-        report: &mut impl FnMut(&str, u8),
-        depth: usize,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
         self.eat(b'{')?;
         if self.eat(b'}').is_some() {
@@ -198,13 +182,7 @@ impl<'a> Scan<'a> {
         loop {
             let name = self.plain_string()?;
             self.eat(b':')?;
-            let length = path.len();
-            if depth > 0 {
-                path.push(PATH_SEPARATOR);
-            }
-            path.push_str(name);
-            self.deep(path, report, depth)?;
-            path.truncate(length);
+            member(self, name)?;
             match self.peek()? {
                 b',' => self.at += 1,
                 b'}' => {
@@ -214,6 +192,26 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
+    }
+
+    /// The members of an object (the cursor at its `{`), each value read by `deep`
+    /// under `path`.
+    fn members(
+        &mut self,
+        path: &mut String,
+        report: &mut impl FnMut(&str, u8),
+        depth: usize,
+    ) -> Option<()> {
+        self.object(|scan, name| {
+            let length = path.len();
+            if depth > 0 {
+                path.push(PATH_SEPARATOR);
+            }
+            path.push_str(name);
+            scan.deep(path, report, depth)?;
+            path.truncate(length);
+            Some(())
+        })
     }
 
     /// Read one value at `path`, reporting its kind and those of the values in it.
