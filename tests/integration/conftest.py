@@ -107,16 +107,18 @@ def spark_kafka_jar_paths() -> list[Path]:
 @pytest.fixture(scope="session")
 def spark(spark_kafka_jar_paths: list[Path],
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One local Spark session for the whole run, with Spark's Kafka source on its
-    classpath (a JVM's jars are fixed when the first session starts)."""
+    """One local Spark session for the whole run, with Spark's Kafka source and Delta Lake
+    on its classpath (a JVM's jars and SQL extensions are fixed when its first session
+    starts): jobs run in process share it instead of starting a JVM each."""
     from pyspark.sql import SparkSession
 
+    from spark_pipelines.lakehouse import with_delta
     from spark_pipelines.session import COMMON_DEFAULTS
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import the connectors
     builder = SparkSession.builder
-    for key, value in COMMON_DEFAULTS.items():  # what the jobs' own sessions get
-        builder = builder.config(key, value)
+    for key, value in with_delta(COMMON_DEFAULTS).items():  # what the jobs' sessions get
+        builder = builder.config(key, str(value))
     session = (builder.master("local[2]").appName("distributary-tests")
                .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
                .config("spark.ui.enabled", "false")

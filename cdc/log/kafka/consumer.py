@@ -23,6 +23,11 @@ log = logging.getLogger(__name__)
 
 DROP_CHECK_EVERY_S = 0.5
 TIMEOUT_S = 30.0
+SESSION_TIMEOUT_MS = 10_000
+"""A member that stops heartbeating (killed, host gone) loses its partitions after this,
+as a file log's group member does: librdkafka's default (45 s) kept a killed connector's
+partitions unread that long. Heartbeats come from librdkafka's own thread every 3 s, so a
+slow batch never costs the membership (``max.poll.interval.ms`` covers that)."""
 PROBLEM_HOLD_S = 30.0  # a client error is shown this long (librdkafka reports a refused
 # login again at each reconnect, every 10 s at most), or until records come again
 
@@ -52,6 +57,7 @@ class KafkaConsumer:
             **config, **(fetch_config or {}), "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "latest" if fallback is StartKind.LATEST else "earliest",
             "partition.assignment.strategy": "roundrobin", "error_cb": self._client_error,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
         })
         self._config = config
         self.group = group

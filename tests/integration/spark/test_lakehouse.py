@@ -20,11 +20,13 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import TableNotFoundError
 
 from cdc.capture.lsn import format_lsn
 from cdc.capture.runner import Capture
+from cdc.cli import main
 from spark_pipelines.checksum import python_checksum
 from spark_pipelines.columnar import plan
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
@@ -48,22 +50,24 @@ STORED = ("_lsn", "_seq", "_key")
 
 def delta_run(env: CaptureEnv, out: Path, crash_at: str | None = None,
               config: Path | None = None) -> tuple[tuple[int, str], str]:
-    """``cdc replay materialize --format delta`` in its own process (Delta's extension is
-    set when a session starts); (rows, checksum) and how the table was brought up to date."""
-    extra = {} if crash_at is None else {"DISTRIBUTARY_CRASH_AT": crash_at}
-    done = subprocess.run(
-        [sys.executable, "-m", "cdc.cli", "replay", "materialize", "-c",
-         str(config or env.config_path),
-         "--tables", TABLE, "--output", str(out), "--format", "delta", "--master", "local[1]",
-         "--no-progress"],
-        env={**os.environ, **extra}, capture_output=True, text=True, timeout=600, check=False)
+    """``cdc replay materialize --format delta``: (rows, checksum) and how the table was
+    brought up to date. In process, in the test's Spark session (Delta's extension is on
+    it); killed at ``crash_at`` in its own process (its own session, ``local[1]``)."""
+    args = ["replay", "materialize", "-c", str(config or env.config_path), "--tables", TABLE,
+            "--output", str(out), "--format", "delta", "--master", "local[1]", "--no-progress"]
     if crash_at is not None:
+        done = subprocess.run(
+            [sys.executable, "-m", "cdc.cli", *args],
+            env={**os.environ, "DISTRIBUTARY_CRASH_AT": crash_at}, capture_output=True,
+            text=True, timeout=600, check=False)
         assert done.returncode == -9, (done.returncode, done.stdout, done.stderr[-3000:])
         return (0, ""), ""
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    line = next(line for line in done.stdout.splitlines() if line.startswith(f"{TABLE}: rows="))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, (result.output, result.exception)
+    line = next(line for line in result.stdout.splitlines()
+                if line.startswith(f"{TABLE}: rows="))
     rows, checksum = line.removeprefix(f"{TABLE}: rows=").split(" checksum=")
-    how = " ".join(done.stderr.split())  # the console wraps long lines
+    how = " ".join(result.stderr.split())  # the console wraps long lines
     return (int(rows), checksum.split()[0]), how
 
 
@@ -128,11 +132,10 @@ def test_delta_table_follows_the_log_exactly(
     past = replay("state-as-of", "-c", str(env.config_path), "--tables", TABLE,
                   "--output", str(tmp_path / "parquet"), "--as-of", as_of)
     assert past[TABLE] == first
-    named = subprocess.run(
-        [sys.executable, "-m", "cdc.cli", "replay", "versions", "-c", str(env.config_path),
-         "--tables", TABLE, "--output", str(out), "--as-of", as_of, "--master", "local[1]",
-         "--no-progress"], capture_output=True, text=True, timeout=600, check=False)
-    assert named.returncode == 0, named.stdout + named.stderr[-3000:]
+    named = CliRunner().invoke(main, [
+        "replay", "versions", "-c", str(env.config_path), "--tables", TABLE,
+        "--output", str(out), "--as-of", as_of, "--no-progress"])
+    assert named.exit_code == 0, (named.output, named.exception)
     assert named.stdout.startswith(f"{TABLE}: version=0 lsn={as_of} offsets="), named.stdout
 
     # killed before the MERGE: nothing committed; killed right after it: committed once
@@ -171,7 +174,7 @@ def test_delta_table_follows_the_log_exactly(
 
 
 def test_delta_table_of_a_kafka_log_is_updated_from_its_offsets(
-        capture_env: CaptureEnv, run_capture: Callable[[], Capture], tmp_path: Path,
+        capture_env: CaptureEnv, run_capture: Callable[[], Capture], spark: Any, tmp_path: Path,
         kafka_bootstrap: str, unique_name: str) -> None:
     env = items_captured(capture_env, run_capture)
     rng = random.Random(20261130)

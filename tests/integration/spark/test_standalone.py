@@ -5,10 +5,12 @@ the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versi
 ``materialize``, ``state-as-of``, ``aggregates`` and both rebuilds over the same events
 in Kafka give what ``local[2]`` gives over the file log.
 
-Each job is ``python -m cdc.cli replay …`` in its own process (its own driver JVM), as an
-operator runs it. The executors' Python cannot import Distributary by itself (a wrapper
-drops the editable install and checks that ``cdc`` is not importable): the tasks run
-from the zip the session ships. The log is written directly in the file log's format
+Each job on the cluster is ``python -m cdc.cli replay …`` in its own process (its own
+driver JVM), as an operator runs it; the ``local[2]`` references run in process, in the
+tests' shared ``local[2]`` session (a JVM's start is most of a small job). The
+executors' Python cannot import Distributary by itself (a wrapper drops the editable
+install and checks that ``cdc`` is not importable): the tasks run from the zip the
+session ships. The log is written directly in the file log's format
 (``bench.spark.write_log``); no PostgreSQL is needed.
 """
 
@@ -28,10 +30,12 @@ from typing import Any, cast
 
 import pytest
 import redis
+from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
 from bench.spark import EVENTS_PER_TRANSACTION, PREFIX, TABLE, TOPIC, write_log
 from cdc.capture.lsn import format_lsn
+from cdc.cli import main
 from cdc.log import Record
 from cdc.log.file import FileLog
 from cdc.log.kafka import KafkaLog
@@ -152,7 +156,12 @@ def finish(job: Job, proc: subprocess.Popen[str]) -> dict[str, tuple[int, str]]:
     """Wait for the run; the dataset → (rows, checksum) lines of its output."""
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, (out, err[-4000:])
-    for line in out.splitlines():
+    return datasets_of(job, out)
+
+
+def datasets_of(job: Job, output: str) -> dict[str, tuple[int, str]]:
+    """The dataset → (rows, checksum) lines of a run's ``output``, kept in ``job``."""
+    for line in output.splitlines():
         if ": rows=" in line:
             name, rest = line.split(": rows=", 1)
             rows, checksum = rest.split(" checksum=")
@@ -163,6 +172,14 @@ def finish(job: Job, proc: subprocess.Popen[str]) -> dict[str, tuple[int, str]]:
 def replay(job: Job, command: str, master: str, workdir: Path,
            *options: str) -> dict[str, tuple[int, str]]:
     return finish(job, start(job, command, master, workdir, *options))
+
+
+def local(job: Job, command: str, *options: str) -> dict[str, tuple[int, str]]:
+    """The run on ``local[2]``: in process, in the tests' shared session (``spark``)."""
+    result = CliRunner().invoke(main, ["replay", command, "-c", str(job.config),
+                                       "--tables", TABLE, "--no-progress", *options])
+    assert result.exit_code == 0, (result.output, result.exception)
+    return datasets_of(job, result.stdout)
 
 
 def _get(url: str) -> Any:
@@ -199,9 +216,8 @@ def kill_mid_job(cluster: SparkStandaloneCluster, job: Job, proc: subprocess.Pop
 
 
 def test_materialize_equals_local_and_survives_a_killed_worker(
-        healthy: SparkStandaloneCluster, workdir: Path) -> None:
-    local = replay(pipeline(workdir, "local"), "materialize", "local[2]", workdir)
-    rows, checksum = local[TABLE]
+        healthy: SparkStandaloneCluster, workdir: Path, spark: Any) -> None:
+    rows, checksum = local(pipeline(workdir, "local"), "materialize")[TABLE]
     assert rows > KEYS // 2
 
     job = pipeline(workdir, "standalone")
@@ -265,19 +281,18 @@ def copy_to_kafka(root: Path, bootstrap: str) -> None:
 
 
 def test_every_job_over_the_kafka_log_equals_local_over_the_file_log(
-        healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str) -> None:
+        healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str, spark: Any) -> None:
     """materialize, state-as-of and aggregates on the cluster reading Kafka (Spark's Kafka
     source jars reach the executors by ``spark.jars``) give the rows and checksums of
     ``local[2]`` reading the same events from the file log."""
     kafka_bootstrap = kafka_log
     for command, options in (("materialize", ()), ("aggregates", ()),
                              ("state-as-of", ("--as-of", format_lsn(AS_OF_LSN)))):
-        local = replay(pipeline(workdir, f"local-{command}"), command, "local[2]", workdir,
-                       *options)
+        on_file = local(pipeline(workdir, f"local-{command}"), command, *options)
         on_kafka = replay(pipeline(workdir, f"kafka-{command}", kafka=kafka_bootstrap),
                           command, healthy.master_url, workdir, *options)
-        assert local and on_kafka == local, command
-        assert all(rows > 0 for rows, _ in local.values()), (command, local)
+        assert on_file and on_kafka == on_file, command
+        assert all(rows > 0 for rows, _ in on_file.values()), (command, on_file)
 
 
 def search_state(client: OpenSearch, name: str) -> dict[str, tuple[Any, int]]:
@@ -290,28 +305,28 @@ def search_state(client: OpenSearch, name: str) -> dict[str, tuple[Any, int]]:
 
 def test_both_rebuilds_over_the_kafka_log_equal_local_over_the_file_log(
         healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str, redis_url: str,
-        opensearch_url: str, unique_name: str) -> None:
+        opensearch_url: str, unique_name: str, spark: Any) -> None:
     """rebuild-cache and rebuild-search on the cluster reading Kafka write the keys,
     values, documents and versions ``local[2]`` writes from the file log."""
     cache = redis.Redis.from_url(redis_url)
     search = OpenSearch([opensearch_url])
-    local, on_kafka = f"{unique_name}_local", f"{unique_name}_kafka"
+    on_file, on_kafka = f"{unique_name}_local", f"{unique_name}_kafka"
     try:
         for command in ("rebuild-cache", "rebuild-search"):
-            replay(pipeline(workdir, local, redis_url, opensearch_url=opensearch_url),
-                   command, "local[2]", workdir)
+            local(pipeline(workdir, on_file, redis_url, opensearch_url=opensearch_url),
+                  command)
             replay(pipeline(workdir, on_kafka, redis_url, kafka=kafka_log,
                             opensearch_url=opensearch_url),
                    command, healthy.master_url, workdir)
-        keys = redis_state(cache, local)
+        keys = redis_state(cache, on_file)
         assert len(keys) > KEYS // 2
-        assert {key.replace(local.encode(), on_kafka.encode()): value
+        assert {key.replace(on_file.encode(), on_kafka.encode()): value
                 for key, value in keys.items()} == redis_state(cache, on_kafka)
-        documents = search_state(search, local)
+        documents = search_state(search, on_file)
         assert len(documents) > KEYS // 2
         assert search_state(search, on_kafka) == documents
     finally:
-        for name in (local, on_kafka):
+        for name in (on_file, on_kafka):
             for key in cache.scan_iter(match=f"*{name}:*", count=5000):
                 cache.delete(key)
             search.indices.delete(index=f"{name}_orders*", ignore_unavailable=True)
