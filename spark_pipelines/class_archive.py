@@ -7,7 +7,8 @@ job of every kind of work the jobs do (JSON and Parquet read and written, the pe
 state, typing, the checksum) in a JVM started with ``-XX:ArchiveClassesAtExit``, and
 closes that JVM so it writes the archive on exit; the archive is moved into place whole.
 Its name holds a digest of the JVM's build and of Spark's jars, so a JDK or Spark upgraded
-since simply finds none and starts as before. A job's session maps it when it exists
+since simply finds none and starts as before (building the new one removes all but the
+newest two archives of other keys). A job's session maps it when it exists
 (``with_class_archive``), with the JVM's CDS messages off: one that cannot be mapped
 anyway is skipped quietly by the JVM.
 """
@@ -28,6 +29,10 @@ ARCHIVE_DIR_ENV = "DISTRIBUTARY_CLASS_ARCHIVE_DIR"
 QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _KEY_CACHE: dict[str, str | None] = {}
+KEEP_OTHER_ARCHIVES = 2
+"""Archives of other keys kept beside a new one (the newest): each checkout's own Spark
+(its path is in the key) has one of ~160 MiB, so the directory would grow by one per
+fresh checkout."""
 
 
 def archive_dir() -> Path:
@@ -93,6 +98,16 @@ def with_class_archive(settings: Mapping[str, object],
         return found
     found[_JAVA_OPTIONS] = f"{options} -XX:SharedArchiveFile={archive} {QUIET_CDS}".strip()
     return found
+
+
+def prune_other_archives(keep: Path, others: int = KEEP_OTHER_ARCHIVES) -> list[Path]:
+    """Remove the archives beside ``keep`` but for the ``others`` newest; the removed."""
+    found = sorted((path for path in keep.parent.glob("spark-*.jsa") if path != keep),
+                   key=lambda path: path.stat().st_mtime, reverse=True)
+    removed = found[others:]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
 
 
 def build_archive(target: Path, timeout: float = 900) -> None:

@@ -295,7 +295,7 @@ def class_archive(force: bool) -> None:
 
     Example: cdc replay class-archive
     """
-    from .class_archive import archive_key, archive_path, build_archive
+    from .class_archive import archive_key, archive_path, build_archive, prune_other_archives
 
     key = archive_key()
     if key is None:
@@ -312,6 +312,8 @@ def class_archive(force: bool) -> None:
         raise click.ClickException(f"class archive: {exc}") from None
     click.echo(f"class archive: {target} ({target.stat().st_size >> 20} MiB) built in "
                f"{time.perf_counter() - started:.1f}s")
+    for removed in prune_other_archives(target):
+        click.echo(f"class archive: removed {removed.name} (another JVM or Spark's)")
 
 
 @replay.command("state-as-of")

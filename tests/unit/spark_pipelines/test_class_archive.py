@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from spark_pipelines.class_archive import (
     QUIET_CDS,
     archive_dir,
     archive_key,
+    prune_other_archives,
     with_class_archive,
 )
 
@@ -65,3 +67,16 @@ def test_the_archive_directory_can_be_chosen(tmp_path: Path,
     assert archive_dir() == tmp_path
     monkeypatch.delenv(ARCHIVE_DIR_ENV)
     assert archive_dir() == Path.home() / ".cache" / "distributary" / "spark-class-archive"
+
+
+def test_a_new_archive_keeps_only_the_newest_others(tmp_path: Path) -> None:
+    others = [tmp_path / f"spark-{n:016x}.jsa" for n in range(4)]
+    for age, path in enumerate(others):
+        path.write_bytes(b"archive")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))  # others[0] the newest
+    unrelated = tmp_path / "notes.txt"
+    unrelated.write_text("kept")
+    new = tmp_path / "spark-ffffffffffffffff.jsa"
+    new.write_bytes(b"archive")
+    assert prune_other_archives(new, others=2) == others[2:]
+    assert sorted(tmp_path.iterdir()) == sorted([new, *others[:2], unrelated])
