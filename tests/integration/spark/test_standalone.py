@@ -30,17 +30,16 @@ from typing import Any, cast
 
 import pytest
 import redis
-from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
 from bench.spark import EVENTS_PER_TRANSACTION, PREFIX, TABLE, TOPIC, write_log
 from cdc.capture.lsn import format_lsn
-from cdc.cli import main
 from cdc.log import Record
 from cdc.log.file import FileLog
 from cdc.log.kafka import KafkaLog
 from compose.launcher.base import free_port
 from compose.launcher.spark_standalone import SparkStandaloneCluster
+from tests.integration.spark.test_replay_materialize import replay as replay_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -156,12 +155,7 @@ def finish(job: Job, proc: subprocess.Popen[str]) -> dict[str, tuple[int, str]]:
     """Wait for the run; the dataset → (rows, checksum) lines of its output."""
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, (out, err[-4000:])
-    return datasets_of(job, out)
-
-
-def datasets_of(job: Job, output: str) -> dict[str, tuple[int, str]]:
-    """The dataset → (rows, checksum) lines of a run's ``output``, kept in ``job``."""
-    for line in output.splitlines():
+    for line in out.splitlines():
         if ": rows=" in line:
             name, rest = line.split(": rows=", 1)
             rows, checksum = rest.split(" checksum=")
@@ -176,10 +170,7 @@ def replay(job: Job, command: str, master: str, workdir: Path,
 
 def local(job: Job, command: str, *options: str) -> dict[str, tuple[int, str]]:
     """The run on ``local[2]``: in process, in the tests' shared session (``spark``)."""
-    result = CliRunner().invoke(main, ["replay", command, "-c", str(job.config),
-                                       "--tables", TABLE, "--no-progress", *options])
-    assert result.exit_code == 0, (result.output, result.exception)
-    return datasets_of(job, result.stdout)
+    return replay_in_process(command, "-c", str(job.config), "--tables", TABLE, *options)
 
 
 def _get(url: str) -> Any:
