@@ -6,7 +6,8 @@ later job — about 3 s less per job start on a 2-core machine (``docs/performan
 job of every kind of work the jobs do (JSON and Parquet read and written, the per-key
 state, typing, the checksum) in a JVM started with ``-XX:ArchiveClassesAtExit``, and
 closes that JVM so it writes the archive on exit; the archive is moved into place whole.
-Its name holds a digest of the JVM's build and of Spark's jars, so a JDK or Spark upgraded
+Its name holds a digest of the JVM's build and of Spark's jars (their path, names, sizes
+and modification times, as the JVM checks them), so a JDK or Spark upgraded or reinstalled
 since simply finds none and starts as before (building the new one removes all but the
 newest two archives of other keys). A job's session maps it when it exists
 (``with_class_archive``), with the JVM's CDS messages off: one that cannot be mapped
@@ -64,10 +65,18 @@ def archive_key(java: str | None = None) -> str | None:
             _KEY_CACHE[java] = None
             return None
         jars = spark_jars()
-        listing = "\n".join(sorted(p.name for p in jars.glob("*.jar")))
+        listing = "\n".join(sorted(_jar_identity(path) for path in jars.glob("*.jar")))
         digest = hashlib.sha256(f"{version}\n{jars.resolve()}\n{listing}".encode())
         _KEY_CACHE[java] = digest.hexdigest()[:16]
     return _KEY_CACHE[java]
+
+
+def _jar_identity(jar: Path) -> str:
+    """A jar's name, size and modification second: what the JVM checks of every class-path
+    entry before it maps an archive (Spark reinstalled in place keeps its path and names,
+    and its archive would no longer map)."""
+    found = jar.stat()
+    return f"{jar.name} {found.st_size} {int(found.st_mtime)}"
 
 
 def spark_jars() -> Path:

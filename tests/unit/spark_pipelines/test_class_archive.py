@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_pipelines import class_archive
 from spark_pipelines.class_archive import (
     ARCHIVE_DIR_ENV,
     QUIET_CDS,
@@ -59,6 +60,25 @@ def test_each_jvm_build_has_its_own_archive(tmp_path: Path) -> None:
     assert first is not None and first == again
     assert other is not None and other != first
     assert archive_key(str(tmp_path / "no-such-java")) is None
+
+
+def test_spark_reinstalled_in_place_has_a_new_archive(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM refuses an archive whose class-path jars changed size or time (a fresh
+    checkout's ``make setup`` reinstalls Spark at the same path, with the same names)."""
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    jar = jars / "spark-core.jar"
+    jar.write_bytes(b"classes")
+    os.utime(jar, (1_000_000, 1_000_000))
+    monkeypatch.setattr(class_archive, "spark_jars", lambda: jars)
+    before = archive_key(fake_java(tmp_path / "java-before", "17.0.15"))
+    os.utime(jar, (2_000_000, 2_000_000))
+    touched = archive_key(fake_java(tmp_path / "java-touched", "17.0.15"))
+    jar.write_bytes(b"classes, rebuilt")
+    os.utime(jar, (2_000_000, 2_000_000))
+    resized = archive_key(fake_java(tmp_path / "java-resized", "17.0.15"))
+    assert len({before, touched, resized}) == 3 and None not in {before, touched, resized}
 
 
 def test_the_archive_directory_can_be_chosen(tmp_path: Path,
