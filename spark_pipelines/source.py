@@ -47,6 +47,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EndOffsets = Mapping[int, int]
+FETCH_MAX_WAIT_MS = 10
+"""How long the broker holds a job's fetch that finds no new record (the Java client's
+500 ms by default). A job reads ranges that end at known offsets, so a fetch comes back
+empty only at a range's edge, and each of a scan's tasks waited out the default there: a
+count of 300 records over 3 partitions took 1.6 s, 0.6 s with 10 ms (a fetch that finds
+records returns them at once either way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +191,7 @@ class LogSource:
         # -2: the earliest offset the broker still holds
         starting = orjson.dumps({topic: {str(p): starts.get(p, -2) for p in ends}}).decode()
         raw = (spark.read.format("kafka")
+               .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
                .options(**self.kafka_options())
                .option("assign", orjson.dumps({topic: sorted(ends)}).decode())
                .option("kafka.isolation.level", "read_committed")  # the capture's commits
