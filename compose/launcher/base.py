@@ -42,26 +42,63 @@ _PICK = random.SystemRandom()  # a test seeding ``random`` must not make two pro
 
 
 def free_port() -> int:
-    """Return a TCP port on the loopback address that nothing listens on right now.
+    """Return a TCP port on the loopback address that nothing listens on right now, and
+    that no other caller of this function on the machine was given in the last minutes.
 
     Picked at random below the kernel's ephemeral range when there is room: a server
     binds its port seconds after it was picked (a JVM starting, ``initdb``), and a port
     of that range may meanwhile be handed to any process's outgoing connection or
-    ``bind(0)`` (the tests beside it connect all the time)."""
+    ``bind(0)`` (the tests beside it connect all the time). A pick is reserved (a file in
+    ``PORT_RESERVATIONS``) so that two picks — in one process, such as a cluster's twelve
+    ports, or in two test streams side by side — never name one port before it is bound."""
     low = _ephemeral_low()
     if low - _LOWEST_PORT >= 1_000:
-        for _ in range(100):
+        for _ in range(200):
             port = _PICK.randrange(_LOWEST_PORT, low)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                try:
-                    sock.bind((LOOPBACK, port))
-                except OSError:
-                    continue
+            if _bindable(port) and _reserve(port):
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))
         chosen: int = sock.getsockname()[1]
         return chosen
+
+
+PORT_RESERVATIONS = Path(tempfile.gettempdir()) / "distributary-ports"
+"""One empty file per port ``free_port`` handed out, named by the port, shared by every
+process of the machine; a reservation lapses ``_RESERVATION_SECONDS`` after it was made."""
+_RESERVATION_SECONDS = 600.0
+
+
+def _bindable(port: int) -> bool:
+    """True when nothing on the loopback address holds ``port`` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
+
+
+def _reserve(port: int) -> bool:
+    """Claim ``port`` for this caller; False when another caller holds a live claim."""
+    with contextlib.suppress(FileExistsError):
+        PORT_RESERVATIONS.mkdir(mode=0o1777, exist_ok=True)
+    path = PORT_RESERVATIONS / str(port)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        return True
+    except FileExistsError:
+        pass
+    except OSError:
+        return True  # no shared folder to claim in: the bind check alone decides
+    with file_lock(PORT_RESERVATIONS / ".lock"):  # one caller takes over a lapsed claim
+        try:
+            if time.time() - path.stat().st_mtime < _RESERVATION_SECONDS:
+                return False
+            os.utime(path)
+        except OSError:
+            return False
+        return True
 
 
 def _ephemeral_low() -> int:
