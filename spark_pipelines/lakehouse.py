@@ -206,7 +206,8 @@ def _offsets(ends: EndOffsets) -> str:
 
 def _write_whole(spark: SparkSession, source: LogSource, history: TableHistory,
                  target: Path, ends: EndOffsets) -> list[str]:
-    state = text_state(spark, source, history, ends, with_deletes=True)
+    state = text_state(spark, source, history, ends, with_deletes=True).persist(
+        StorageLevel.MEMORY_AND_DISK)  # computed once: checked, its newest LSN, written
     typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
     lsn = _newest_lsn(typed, 0)
     position = LogPosition(source.topic(history.name), dict(ends), lsn, history.newest.version)

@@ -66,7 +66,8 @@ def current_state(records: DataFrame, names: Sequence[str], *, as_of_lsn: int | 
 
     ``as_of_lsn`` keeps only events committed at or before that LSN. The per-key
     aggregation is persisted (memory, then disk) for the jobs that read the state more
-    than once: ``spark.catalog.clearCache()`` releases it.
+    than once, and so are the events when a row's newest event left columns out (their
+    history is read again): ``spark.catalog.clearCache()`` releases both.
     """
     events = records.select(
         "lsn", "seq", "key", F.col("value.op").alias("op"), F.col("value.after").alias("after"),
@@ -103,6 +104,9 @@ def _with_toast_filled(events: DataFrame, rows: DataFrame, names: Sequence[str])
     if partial.limit(1).count() == 0:
         return rows.select(*[_last_after(n).alias(n) for n in names], *position)
     upsert = F.col("op").isin(*UPSERTS)
+    # read three times more below (the keys' history, the key changes' deletes and old
+    # keys): once from the log, then from the cache (a Kafka scan is a stage per read)
+    events = events.persist(StorageLevel.MEMORY_AND_DISK)
     history = events.join(partial.select("key"), "key", "left_semi")
     history = history.unionByName(_before_key_change(events, history))
     earlier = history.groupBy("key").agg(*[

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from cdc.capture.lsn import format_lsn
@@ -62,6 +63,8 @@ def materialize_tables(spark: SparkSession, source: LogSource, tables: Sequence[
         typed.write.mode("overwrite").parquet(str(target))
         kept: list[KeptAsText] = []
         if lost():  # a value did not fit its type: such columns are written as text
+            # computed once more, for the check and the write both (not once for each)
+            state = state.persist(StorageLevel.MEMORY_AND_DISK)
             typed, kept = typed_state(state, history.newest, POSITION_COLUMNS)
             typed.write.mode("overwrite").parquet(str(target))
         written = spark.read.parquet(str(target)).drop(*POSITION_COLUMNS)

@@ -3,8 +3,9 @@
 Each column is converted with ``try_cast`` to the type ``columns.spark_type`` gives it
 (base64 for ``bytea``). A value Spark's type cannot hold — ``infinity`` as a timestamp,
 ``NaN`` in a ``numeric(p, s)``, a year past 9999 — would become ``NULL``; the job checks
-for that (one aggregation) and keeps any such column as its exact text instead, with a
-warning naming the table, the column, how many values and one example.
+for that (one aggregation, which also finds each such column's smallest lost text) and keeps
+any such column as its exact text instead, with a warning naming the table, the column, how
+many values and one example.
 
 A job that writes the state once (``materialize``) need not check first: it writes the
 typed columns and counts the values lost on the way, in the write itself
@@ -69,12 +70,14 @@ def typed_state(state: DataFrame, table: TableColumns,
     if checked:
         lost = {name: F.col(quoted(name)).isNotNull() & _converted(name, types[name]).isNull()
                 for name in checked}
-        counts = state.agg(*[F.count(F.when(lost[n], 1)).alias(n) for n in checked]).collect()[0]
-        for name in checked:
-            if counts[name]:
-                example = state.where(lost[name]).select(quoted(name)).first()
-                kept.append(KeptAsText(name, types[name].simpleString(), int(counts[name]),
-                                       str(example[0]) if example else ""))
+        found = state.agg(*[aggregate for number, name in enumerate(checked) for aggregate in (
+            F.count(F.when(lost[name], 1)).alias(f"c{number}"),
+            F.min(F.when(lost[name], F.col(quoted(name)))).alias(f"e{number}"))]).collect()[0]
+        for number, name in enumerate(checked):
+            if found[f"c{number}"]:
+                example = found[f"e{number}"]
+                kept.append(KeptAsText(name, types[name].simpleString(), int(found[f"c{number}"]),
+                                       "" if example is None else str(example)))
                 types[name] = StringType()
     return state.select(*_typed_columns(types), *passed), kept
 
