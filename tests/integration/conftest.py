@@ -113,7 +113,7 @@ def spark(spark_kafka_jar_paths: list[Path],
     from pyspark.sql import SparkSession
 
     from spark_pipelines.lakehouse import with_delta
-    from spark_pipelines.session import COMMON_DEFAULTS
+    from spark_pipelines.session import COMMON_DEFAULTS, DELTA_SNAPSHOT_PARTITIONS
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import the connectors
     builder = SparkSession.builder
@@ -123,6 +123,7 @@ def spark(spark_kafka_jar_paths: list[Path],
                .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               .config(DELTA_SNAPSHOT_PARTITIONS, "2")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.local.dir", str(tmp_path_factory.mktemp("spark")))

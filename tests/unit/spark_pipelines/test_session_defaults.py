@@ -12,6 +12,7 @@ import pytest
 
 from cdc.supervisor.process import ChildProcess, ChildSpec
 from spark_pipelines.session import (
+    DELTA_SNAPSHOT_PARTITIONS,
     LOG4J2_CONFIG,
     LOOPBACK_DRIVER,
     SHIPPED_PACKAGES,
@@ -49,7 +50,9 @@ def test_a_local_master_gets_shuffle_partitions_for_its_cores(
     assert local_shuffle_partitions("local[12,3]") == 24  # with task retries
     assert local_shuffle_partitions("local[*]") == 32
     assert defaults_for("local[2]")["spark.sql.shuffle.partitions"] == "8"
+    assert defaults_for("local[2]")[DELTA_SNAPSHOT_PARTITIONS] == "8"
     assert "spark.sql.shuffle.partitions" not in defaults_for("spark://10.0.0.5:7077")
+    assert DELTA_SNAPSHOT_PARTITIONS not in defaults_for("spark://10.0.0.5:7077")
 
 
 def test_the_zip_holds_every_shipped_package_without_bytecode(tmp_path: Path) -> None:
