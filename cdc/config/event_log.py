@@ -32,6 +32,21 @@ def _non_empty_path(value: object) -> object:
 
 
 BootstrapServer = Annotated[str, AfterValidator(_host_port)]
+
+SESSION_TIMEOUT_BOUNDS = (timedelta(seconds=6), timedelta(minutes=30))
+"""A Kafka broker's default ``group.min.session.timeout.ms`` and ``group.max.…``: a member
+asking for a session outside them is refused when it joins."""
+
+
+def _session_timeout(value: timedelta) -> timedelta:
+    low, high = SESSION_TIMEOUT_BOUNDS
+    if not low <= value <= high:
+        raise ValueError("expected 6s to 30m (a Kafka broker refuses a group member's "
+                         "session outside its group.min/max.session.timeout.ms, by default "
+                         "those bounds)")
+    return value
+
+
 LocalPath = Annotated[Path, BeforeValidator(_non_empty_path)]
 
 
@@ -90,6 +105,13 @@ class LogConfig(ConfigModel):
         "writes Parquet companions of the topics' records (chunks of offsets) and where the "
         "Spark jobs read them; null: the jobs read Kafka only (the file backend keeps its "
         "companions under <path>/_columnar)")
+    group_session_timeout: Annotated[Duration, AfterValidator(_session_timeout)] = Field(
+        default=timedelta(seconds=10), description="a consumer group's member (a connector's "
+        "process) that stops heartbeating — killed, its host gone, hung — loses its "
+        "partitions to the other members after this (heartbeats go every second on the file "
+        "backend, every 3 s on Kafka, from a thread of their own: a slow batch does not cost "
+        "the membership); longer rides out long pauses without a rebalance, shorter moves a "
+        "dead member's partitions sooner; 6s to 30m (a Kafka broker's default bounds)")
     replication_factor: int | None = Field(
         default=None, ge=1, le=32, description="kafka backend: replicas of every topic the "
         "pipeline creates (history topics included); null: 3 on a cluster of 3 brokers or "

@@ -26,6 +26,7 @@ def file_settings(config: LogConfig) -> FileLogSettings:
                       if retention_time is not None else None),
         retention_bytes=config.retention.size,
         open_files=config.open_files,
+        session_timeout_s=config.group_session_timeout.total_seconds(),
     )
     if config.compaction is None:
         return settings
@@ -53,7 +54,8 @@ def open_log(config: LogConfig) -> Log:
     return KafkaLog(config.bootstrap_servers, default_partitions=config.partitions,
                     client_config=security, max_record_bytes=config.max_record_bytes,
                     replication=Replication(config.replication_factor,
-                                            config.min_insync_replicas))
+                                            config.min_insync_replicas),
+                    session_timeout_ms=int(config.group_session_timeout.total_seconds() * 1000))
 
 
 def check_backend(config: LogConfig) -> None:

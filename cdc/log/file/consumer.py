@@ -56,7 +56,8 @@ class FileConsumer:
         self._pattern = re.compile(pattern) if pattern is not None else None
         self._start = start or StartAt.committed()
         self._backpressure = backpressure or Backpressure()
-        self._member = GroupMember(self._root, group, self._backpressure)
+        self._member = GroupMember(self._root, group, self._backpressure,
+                                   session_timeout_s=log.settings.session_timeout_s)
         self._offsets = OffsetStore(self._root, group, sync_every=offsets_sync_s)
         self._readers: dict[TopicPartition, PartitionReader] = {}
         self._dirty: dict[TopicPartition, None] = {}  # may have unread records; oldest first

@@ -26,6 +26,7 @@ class FileLogSettings:
     delete_retention_ms: int = 24 * 3600 * 1000
     open_files: int = 128  # segment files open at once, all topics together (LRU pool)
     checkpoint_bytes: int | None = None  # a journal this big is checkpointed (None: 64 MiB)
+    session_timeout_s: float = 10.0  # a group member silent this long is dead (``groups``)
 
 
 class LogDirectory(Protocol):

@@ -64,8 +64,12 @@ def read_policy(root: Path, group: str) -> Backpressure:
 class GroupMember:
     """This process's membership in one group: lease, heartbeat, partition locks."""
 
-    def __init__(self, root: Path, group: str, backpressure: Backpressure) -> None:
+    def __init__(self, root: Path, group: str, backpressure: Backpressure, *,
+                 session_timeout_s: float = SESSION_TIMEOUT_S) -> None:
+        """``session_timeout_s``: how long another member's lease may go without a
+        heartbeat before it no longer counts as live (``log.group_session_timeout``)."""
         self.group = group
+        self._session_timeout_s = session_timeout_s
         self.directory = group_dir(root, group)
         self.members_dir = self.directory / "members"
         self.locks_dir = self.directory / "locks"
@@ -118,7 +122,7 @@ class GroupMember:
             if not path.exists():
                 continue
             with contextlib.suppress(FileNotFoundError):
-                if now - path.stat().st_mtime <= SESSION_TIMEOUT_S:
+                if now - path.stat().st_mtime <= self._session_timeout_s:
                     live.append(path.name)
         return sorted(live)
 

@@ -45,7 +45,8 @@ class KafkaConsumer:
     def __init__(self, config: dict[str, Any], group: str, *, topics: Sequence[str] = (),
                  pattern: str | None = None, start: StartAt | None = None,
                  backpressure: Backpressure | None = None,
-                 fetch_config: dict[str, Any] | None = None) -> None:
+                 fetch_config: dict[str, Any] | None = None,
+                 session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
         if bool(topics) == (pattern is not None):
             raise ValueError("give either topics or pattern")
         self._start = start or StartAt.committed()
@@ -57,7 +58,7 @@ class KafkaConsumer:
             **config, **(fetch_config or {}), "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "latest" if fallback is StartKind.LATEST else "earliest",
             "partition.assignment.strategy": "roundrobin", "error_cb": self._client_error,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "session.timeout.ms": session_timeout_ms,
         })
         self._config = config
         self.group = group

@@ -8,7 +8,7 @@ from typing import Any
 from ..limits import DEFAULT_MAX_RECORD_BYTES
 from ..records import Backpressure, BackpressurePolicy, Message, StartAt
 from .admin import KafkaAdmin, Replication
-from .consumer import KafkaConsumer
+from .consumer import SESSION_TIMEOUT_MS, KafkaConsumer
 from .policies import GroupPolicies
 from .producer import KafkaProducer
 from .reading import read_to_end
@@ -27,7 +27,8 @@ class KafkaLog:
     def __init__(self, bootstrap_servers: Sequence[str], *, default_partitions: int = 3,
                  client_config: dict[str, Any] | None = None,
                  max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-                 replication: Replication | None = None) -> None:
+                 replication: Replication | None = None,
+                 session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
         if isinstance(bootstrap_servers, str):  # "host:port[,host:port]", not its letters
             bootstrap_servers = [bootstrap_servers]
         self._config: dict[str, Any] = {"bootstrap.servers": ",".join(bootstrap_servers),
@@ -37,6 +38,7 @@ class KafkaLog:
         self._fetch_config = consumer_config(max_record_bytes)
         self._producer: KafkaProducer | None = None
         self._policies = GroupPolicies(self._config, self._admin)
+        self._session_timeout_ms = session_timeout_ms
 
     def producer(self, writer_id: str | None = None) -> KafkaProducer:
         """The producer (created on first call): transactional with ``writer_id`` (the
@@ -58,7 +60,8 @@ class KafkaLog:
         if backpressure is not None:
             self._policies.publish(group, backpressure)
         return KafkaConsumer(self._config, group, topics=topics, pattern=pattern, start=start,
-                             backpressure=backpressure, fetch_config=self._fetch_config)
+                             backpressure=backpressure, fetch_config=self._fetch_config,
+                             session_timeout_ms=self._session_timeout_ms)
 
     def read_to_end(self, topic: str) -> Iterator[Message]:
         """Every message of ``topic`` up to its current end offsets, by assigning its
