@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .groups import SESSION_TIMEOUT_S
 from .handles import HandlePool
 
 
@@ -26,7 +27,7 @@ class FileLogSettings:
     delete_retention_ms: int = 24 * 3600 * 1000
     open_files: int = 128  # segment files open at once, all topics together (LRU pool)
     checkpoint_bytes: int | None = None  # a journal this big is checkpointed (None: 64 MiB)
-    session_timeout_s: float = 10.0  # a group member silent this long is dead (``groups``)
+    session_timeout_s: float = SESSION_TIMEOUT_S  # a group member silent this long is dead
 
 
 class LogDirectory(Protocol):
