@@ -9,7 +9,7 @@ for a normal transaction, at Stream Commit for a streamed one).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import orjson
@@ -26,8 +26,9 @@ Row = dict[str, JSONValue]
 class TableShape:
     """What the builder needs of one relation: names, codecs, key columns, version.
 
-    ``recheck(index)``: the codec of column ``index`` built from the catalog read again,
-    when a value its codec refused may be of a type altered since (None: unchanged).
+    ``recheck(index)``: the relation's shape built from the catalog read again, when a
+    value column ``index``'s codec refused may be of a type altered since (None: that
+    type is unchanged); the row is then decoded again with it, and carries its version.
     """
 
     oid: int
@@ -39,12 +40,12 @@ class TableShape:
     key_indexes: tuple[int, ...]
     schema_version: int
     source_names: bytes  # '"schema":"…","table":"…"', encoded once per table
-    recheck: Callable[[int], Codec | None] | None = None
+    recheck: Callable[[int], TableShape | None] | None = None
 
     @classmethod
     def of(cls, relation: Relation, topic: str, codecs: tuple[Codec, ...],
            key_columns: Sequence[str] | None, schema_version: int,
-           recheck: Callable[[int], Codec | None] | None = None) -> TableShape:
+           recheck: Callable[[int], TableShape | None] | None = None) -> TableShape:
         """The shape of ``relation``; ``key_columns`` overrides the replica-identity flags
         (REPLICA IDENTITY FULL flags every column: the primary key is the key then)."""
         names = tuple(c.name for c in relation.columns)
@@ -72,6 +73,15 @@ class PendingEvent:
     source_names: bytes
 
 
+class _Rebuilt(Exception):
+    """A value did not fit its codec, and the relation's shape was rebuilt since its type
+    changed: the row is decoded again with ``shape``."""
+
+    def __init__(self, shape: TableShape) -> None:
+        super().__init__(shape.table)
+        self.shape = shape
+
+
 def _fallback(shape: TableShape, index: int, text: str, lsn: int,
               unparsed: list[str], reason: Exception) -> JSONValue:
     """A value its codec could not read: PostgreSQL's text, its column marked unparsed."""
@@ -88,13 +98,10 @@ def _decode(shape: TableShape, index: int, text: str, lsn: int,
     try:
         return shape.codecs[index](text)
     except AttributeCountError as exc:  # a composite type altered since its codec was built?
-        codec = shape.recheck(index) if shape.recheck is not None else None
-        if codec is None:
+        rebuilt = shape.recheck(index) if shape.recheck is not None else None
+        if rebuilt is None:
             return _fallback(shape, index, text, lsn, unparsed, exc)
-        try:
-            return codec(text)
-        except Exception as again:  # one value never stops the capture
-            return _fallback(shape, index, text, lsn, unparsed, again)
+        raise _Rebuilt(rebuilt) from exc
     except Exception as exc:  # one value never stops the capture
         return _fallback(shape, index, text, lsn, unparsed, exc)
 
@@ -154,6 +161,20 @@ def _body(op: str, key: Row, before: Row | None, after: Row | None, unchanged: l
 def insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
                   op: str = "c") -> list[PendingEvent]:
     """``c``: a new row (``r``: a row read by a snapshot)."""
+    try:
+        return _insert_events(shape, new, lsn, op)
+    except _Rebuilt as rebuilt:
+        return _insert_events(_final(rebuilt.shape), new, lsn, op)
+
+
+def _final(shape: TableShape) -> TableShape:
+    """``shape`` for decoding a row again after it was rebuilt: a value that still does
+    not fit is kept as text, not rechecked again."""
+    return replace(shape, recheck=None)
+
+
+def _insert_events(shape: TableShape, new: Sequence[TupleValue], lsn: int,
+                   op: str) -> list[PendingEvent]:
     unparsed: list[str] = []
     after, unchanged = _decode_row(shape, new, lsn, unparsed)
     key = _key_of(shape, new, after)
@@ -171,6 +192,14 @@ def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleVa
                   new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
     """``u``; when the key itself changed, a ``d`` of the old key then a ``c`` of the new
     one, so every key's history stays in its own partition."""
+    try:
+        return _update_events(shape, old_kind, old, new, lsn)
+    except _Rebuilt as rebuilt:
+        return _update_events(_final(rebuilt.shape), old_kind, old, new, lsn)
+
+
+def _update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleValue] | None,
+                   new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
     unparsed: list[str] = []
     after, unchanged = _decode_row(shape, new, lsn, unparsed)
     key = _key_of(shape, new, after)
@@ -198,6 +227,14 @@ def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleVa
 def delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
                   lsn: int) -> list[PendingEvent]:
     """``d``: the row is gone; ``before`` is the old row under REPLICA IDENTITY FULL."""
+    try:
+        return _delete_events(shape, old_kind, old, lsn)
+    except _Rebuilt as rebuilt:
+        return _delete_events(_final(rebuilt.shape), old_kind, old, lsn)
+
+
+def _delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
+                   lsn: int) -> list[PendingEvent]:
     unparsed: list[str] = []
     before: Row | None = None
     if old_kind == "O":

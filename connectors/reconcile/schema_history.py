@@ -53,7 +53,7 @@ def last_column_change(event_log: Log, prefix: str, table: str) -> ColumnChange 
 
 def column_change(records: Iterable[Mapping[str, Any]]) -> ColumnChange | None:
     """The last version among one table's schema ``records`` whose columns (names, types,
-    type modifiers) differ from the version before it."""
+    type modifiers, the structure of composite types) differ from the version before it."""
     ordered = sorted(records, key=lambda record: int(record["schema_version"]))
     change: ColumnChange | None = None
     for before, after in itertools.pairwise(ordered):
@@ -76,6 +76,9 @@ def explain(differences: list[Difference], change: ColumnChange | None) -> list[
 
 
 def _columns(record: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    return [(c.get("name"), c.get("type_oid"), c.get("type_modifier"))
+    # type_detail: a composite type's attributes altered (``ALTER TYPE … ADD ATTRIBUTE``)
+    # change its values in every row without a write, as a migration of the table does
+    return [(c.get("name"), c.get("type_oid"), c.get("type_modifier"),
+             orjson.dumps(c.get("type_detail"), option=orjson.OPT_SORT_KEYS))
             for c in record.get("columns", ())]
 

@@ -15,7 +15,7 @@ import psycopg
 from cdc.config.topic_names import TopicClaims, TopicNamer
 from cdc.log import Record
 
-from ..codecs import Codec, TypeCatalog
+from ..codecs import TypeCatalog
 from ..events import TableShape
 from ..pgoutput import Relation
 from ..source.ddl_race import CatalogRaceError, outlast_ddl
@@ -35,6 +35,16 @@ class KnownSchema(NamedTuple):
     signature: Signature
     relation_oid: int | None = None  # None: recorded before schema records carried it
     names: tuple[str, str] | None = None  # (schema, table) as PostgreSQL spells them
+
+
+class RecheckedShape(NamedTuple):
+    """A relation whose columns' composite types changed (``ShapeRegistry.recheck_shape``):
+    its new schema record, its name and those columns. Their values changed in every row
+    without a write (``ALTER TYPE … ADD/DROP ATTRIBUTE``): the table is read again."""
+
+    record: Record
+    table: str  # schema.table
+    columns: tuple[str, ...]
 
 
 class ShapeRegistry:
@@ -60,6 +70,11 @@ class ShapeRegistry:
         self._shapes: dict[int, TableShape] = {}
         self.generation = 0  # counts the changes of ``_shapes`` (caches of shapes watch it)
         self._column_types: dict[int, tuple[int, ...]] = {}  # relation oid → type OIDs
+        # relation oid → its last Relation message and primary-key override (a composite
+        # type altered since: a new schema record of the same columns, ``take_rechecked``)
+        self._relations: dict[int, tuple[Relation, list[str] | None]] = {}
+        # relation oid → its columns whose composite types changed, not yet recorded
+        self._rechecked: dict[int, tuple[str, ...]] = {}
         self._types_checked_at = -TYPES_RECHECK_EVERY_S
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
         self._names: dict[int, str] = {}  # relation oid → the name it had last
@@ -154,17 +169,21 @@ class ShapeRegistry:
         self._names[relation.oid] = table
         topic = self._topic(relation.namespace, relation.name)
         self._column_types[relation.oid] = tuple(oids)
+        self._relations[relation.oid] = (relation, key_override)
+        self._rechecked.pop(relation.oid, None)  # a new Relation recorded what it has now
         self._shapes[relation.oid] = TableShape.of(
             relation, topic, self.catalog.codecs_for(oids), key_override, version,
-            functools.partial(self.recheck_codec, relation.oid))
+            functools.partial(self.recheck_shape, relation.oid))
         self.generation += 1
         return record, recreated
 
-    def recheck_codec(self, relation_oid: int, index: int) -> Codec | None:
+    def recheck_shape(self, relation_oid: int, index: int) -> TableShape | None:
         """A composite value did not fit its column's codec: read the composite types
         again (at most once a second) — PostgreSQL announces no ``ALTER TYPE … ADD
-        ATTRIBUTE`` — and rebuild the codecs of the shapes built from a changed one.
-        Returns the column's new codec, or None when its type is unchanged."""
+        ATTRIBUTE`` — and rebuild the shapes built from a changed one, each with a new
+        schema version (their columns' ``type_detail`` changed; ``take_rechecked`` gives
+        the records). Returns the relation's new shape when the column's type changed,
+        else None."""
         now = time.monotonic()
         if now - self._types_checked_at < TYPES_RECHECK_EVERY_S:
             return None
@@ -183,16 +202,50 @@ class ShapeRegistry:
             return None
         for oid, shape in list(self._shapes.items()):
             types = self._column_types.get(oid, ())
-            if any(self.catalog.depends_on(type_oid, changed) for type_oid in types):
+            altered = tuple(name for name, type_oid in zip(shape.columns, types, strict=False)
+                            if self.catalog.depends_on(type_oid, changed))
+            if altered:
+                version = self._new_version(oid, shape.schema_version, altered)
                 self._shapes[oid] = dataclasses.replace(
-                    shape, codecs=self.catalog.codecs_for(types))
+                    shape, codecs=self.catalog.codecs_for(types), schema_version=version)
                 self.generation += 1
-                log.info("a composite type of %s.%s changed: its codecs were rebuilt",
-                         shape.schema, shape.table)
+                log.info("a composite type of %s.%s changed: its codecs were rebuilt, "
+                         "schema version %d", shape.schema, shape.table, version)
         types = self._column_types.get(relation_oid, ())
         if index >= len(types) or not self.catalog.depends_on(types[index], changed):
             return None
-        return self._shapes[relation_oid].codecs[index]
+        return self._shapes[relation_oid]
+
+    def _new_version(self, oid: int, current: int, altered: tuple[str, ...]) -> int:
+        """The next schema version of relation ``oid`` (the types of its ``altered``
+        columns changed, not its columns), its record to come from ``take_rechecked``."""
+        table = self._names.get(oid)
+        known = self._versions.get(table) if table is not None else None
+        if table is None or known is None or known.relation_oid not in (None, oid):
+            return current  # not recorded under its name (a collision): nothing to record
+        self._versions[table] = known._replace(version=known.version + 1)
+        self._rechecked[oid] = tuple(dict.fromkeys((*self._rechecked.get(oid, ()), *altered)))
+        return known.version + 1
+
+    def take_rechecked(self, since_lsn: int | None) -> list[RecheckedShape]:
+        """The relations whose composite types changed since the last call
+        (``recheck_shape``), each with its schema record: the same columns, their
+        ``type_detail`` now. ``since_lsn``: the commit LSN from which the table's events
+        carry them."""
+        found = []
+        for oid, altered in self._rechecked.items():
+            relation, key_override = self._relations[oid]
+            table = self._names[oid]
+            found.append(RecheckedShape(
+                self._schema_record(relation, table, self._versions[table].version,
+                                    key_override, None, since_lsn), table, altered))
+        self._rechecked.clear()
+        return found
+
+    @property
+    def has_rechecked(self) -> bool:
+        """Whether ``take_rechecked`` has records to give."""
+        return bool(self._rechecked)
 
     def _topic(self, schema: str, table: str) -> str:
         """The table's topic; a second table on one topic is a configuration error."""

@@ -472,12 +472,18 @@ class IncrementalSnapshots:
             event = truncate_event(shape, False, False, lsn, recreated=True)
             records.insert(0, Record(event.topic, event.key, complete(event, commit, 0),
                                      Position(lsn, 0)))
-        if schema_record is not None:
-            records.insert(0, schema_record)
+        # the schema records first: the relation's, then a composite type's altered since
+        # (``recheck_shape``), its version higher
+        rechecked = self.shapes.take_rechecked(lsn)
+        records[0:0] = [*([schema_record] if schema_record is not None else []),
+                        *(found.record for found in rechecked)]
         if records:
             self.producer.append(records)  # the rows durable before the progress
         crash_point("incremental_chunk")
         self._advance(chunk, len(keep), len(chunk.rows) - len(keep))
+        for found in rechecked:  # rows read before the type changed: read them again
+            self.rows_rewritten(found.table, "altered the composite type of "
+                                f"{', '.join(found.columns)}", lsn)
 
     def _advance(self, chunk: _Chunk, emitted: int, dropped: int) -> None:
         state = chunk.state

@@ -79,7 +79,8 @@ class RowsRewritten(NamedTuple):
     table: str  # schema.table
     reason: str
     lsn: int  # the commit LSN of its transaction (a Relation message comes at 0/0)
-    signature: Signature  # the columns now
+    signature: Signature | None  # the columns now (None: the same columns, their types
+    # altered: a re-read under way for them is started again)
 
 
 class TableAltered(NamedTuple):
@@ -177,12 +178,13 @@ class TransactionAssembler:
         """Apply one decoded message that arrived at ``wal_lsn``."""
         match message:
             case pg.Insert(relation_oid=oid, new=new, xid=xid):
-                self._emit(insert_events(self.shapes.get(oid), new, wal_lsn), xid)
+                self._emit(insert_events(self.shapes.get(oid), new, wal_lsn), xid, wal_lsn)
             case pg.Update(relation_oid=oid, old_kind=old_kind, old=old, new=new, xid=xid):
                 self._emit(update_events(self.shapes.get(oid), old_kind, old, new, wal_lsn),
-                           xid)
+                           xid, wal_lsn)
             case pg.Delete(relation_oid=oid, old_kind=old_kind, old=old, xid=xid):
-                self._emit(delete_events(self.shapes.get(oid), old_kind, old, wal_lsn), xid)
+                self._emit(delete_events(self.shapes.get(oid), old_kind, old, wal_lsn), xid,
+                           wal_lsn)
             case pg.Begin():
                 self._open = _OpenTransaction(CommitInfo(
                     self._db_json, message.final_lsn, message.xid,
@@ -192,7 +194,7 @@ class TransactionAssembler:
                 self._ack = max(self._ack, message.end_lsn)
             case pg.Relation():
                 rewrite = self.shapes.rows_rewritten(message)
-                since = self._open.commit.commit_lsn if self._open else wal_lsn
+                since = self._since(wal_lsn)
                 schema_record, recreated = self.shapes.learn_relation(message, since)
                 if rewrite is not None:
                     self.rewritten.append(RowsRewritten(
@@ -249,7 +251,22 @@ class TransactionAssembler:
             self.spool.abort(message.xid, message.xid)
             self._ack = max(self._ack, message.rollback_end_lsn)
 
-    def _emit(self, events: list[PendingEvent], xid: int | None) -> None:
+    def _since(self, wal_lsn: int) -> int:
+        """The commit LSN from which a shape learnt now applies (``since_lsn``)."""
+        return self._open.commit.commit_lsn if self._open else wal_lsn
+
+    def _emit(self, events: list[PendingEvent], xid: int | None,
+              wal_lsn: int | None = None) -> None:
+        if wal_lsn is not None and self.shapes.has_rechecked:
+            # a composite type changed since the shape was built (``recheck_shape``): its
+            # new schema version is recorded before the first event that carries it, and
+            # the rows nobody wrote since, whose values it changed, are read again
+            since = self._since(wal_lsn)
+            for rechecked in self.shapes.take_rechecked(since):
+                self.ready.append(rechecked.record)
+                self.rewritten.append(RowsRewritten(
+                    rechecked.table, "altered the composite type of "
+                    f"{', '.join(rechecked.columns)}", since, None))
         if xid is not None and self._stream_xid is not None:
             self.spool.add(self._stream_xid, xid, events)
             return

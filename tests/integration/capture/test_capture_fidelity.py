@@ -142,6 +142,26 @@ def test_a_composite_type_altered_while_streaming_is_read_again(
     assert events[2]["after"]["p"] == expected and "unparsed" not in events[2]
     assert events[2]["after"]["ps"] == [{k: v for k, v in expected.items() if k != "a"}
                                         | {"a": 1}]
+    # the values after the ALTER carry a new schema version, whose record describes the
+    # type as it is now (readers that type what they store, e.g. OpenSearch's mappings)
+    first, after = events[0]["schema_version"], events[1]["schema_version"]
+    assert after == first + 1 and events[2]["schema_version"] == after
+    records = {record["schema_version"]: record for record in _topic_values(
+        env, f"{env.slot}._schemas", 2) if record["table"] == "pairs"}
+    details = {version: {c["name"]: c["type_detail"] for c in record["columns"]}
+               for version, record in records.items()}
+    attributes = [a["name"] for a in details[after]["p"]["attributes"]]
+    assert [a["name"] for a in details[first]["p"]["attributes"]] == ["a", "b"]
+    assert attributes == (["a", "b", "c"] if alter.startswith("ADD") else ["a"])
+    assert [a["name"] for a in details[after]["ps"]["of"]["attributes"]] == attributes
+    assert records[after]["since_lsn"] is not None
+    # row 1 was not written since the ALTER, yet its value changed: the table is read again
+    env.wait_for("pairs", 5)
+    reread = {orjson.dumps(e["key"]): e for e in env.values("pairs") if e["op"] == "r"}
+    row = reread[orjson.dumps({"id": 1})]
+    assert row["after"]["p"] == ({"a": 1, "b": 2, "c": None} if alter.startswith("ADD")
+                                 else {"a": 1})
+    assert row["schema_version"] == after
 
 
 def test_a_table_dropped_and_created_again_starts_empty(

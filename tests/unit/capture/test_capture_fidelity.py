@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,14 +13,14 @@ import orjson
 import psycopg
 import pytest
 
-from cdc.capture.codecs import Codec, composite_codec, decode_int
+from cdc.capture.codecs import TypeCatalog, TypeInfo, composite_codec, decode_int
 from cdc.capture.events import TableShape, read_event
 from cdc.capture.fallbacks import FALLBACKS, DecodeFallbacks
 from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
 from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.stream.spool import StreamSpool
-from cdc.capture.stream.transactions import TransactionAssembler
+from cdc.capture.stream.transactions import RowsRewritten, TransactionAssembler
 from cdc.config.topic_names import TopicNamer
 from cdc.errors import ConfigError
 
@@ -97,26 +99,75 @@ def test_a_key_value_kept_as_text_and_a_snapshot_row_too() -> None:
     assert body["op"] == "r" and body["unparsed"] == ["id"]
 
 
-def test_a_composite_value_its_codec_refuses_is_decoded_by_the_rechecked_codec() -> None:
+def test_a_composite_value_its_codec_refuses_is_decoded_again_by_the_rechecked_shape(
+        ) -> None:
     # PostgreSQL announces no ALTER TYPE … ADD ATTRIBUTE: the shape's recheck reads the
-    # catalog again and hands back the column's new codec (None: the type is unchanged)
+    # catalog again and hands back the relation's new shape (None: the type is unchanged),
+    # and the whole row is decoded again with it, carrying its schema version
     pair = composite_codec([("a", decode_int), ("b", decode_int)])
     triple = composite_codec([("a", decode_int), ("b", decode_int), ("c", decode_int)])
+    relation = Relation(7, "public", "pairs", "d",
+                        (Column(True, "id", INT4, -1), Column(False, "p", 16400, -1),
+                         Column(False, "q", 16400, -1)))
     asked: list[int] = []
 
-    def recheck(index: int) -> Codec | None:
+    def recheck(index: int) -> TableShape | None:
         asked.append(index)
-        return triple if len(asked) == 1 else None
+        if len(asked) > 1:
+            return None
+        return TableShape.of(relation, "app.public.pairs", (decode_int, triple, triple), None,
+                             2, recheck)
 
+    shape = TableShape.of(relation, "app.public.pairs", (decode_int, pair, pair), None, 1,
+                          recheck)
+    bodies = [orjson.loads(read_event(shape, ["1", p, q], 16).body)
+              for p, q in (("(1,2)", "(0,0)"), ("(3,4,5)", "(5,6,7)"), ("(6,7,8,9)", "(1,2)"))]
+    assert [(body["after"]["p"], body["after"]["q"]) for body in bodies] == [
+        ({"a": 1, "b": 2}, {"a": 0, "b": 0}), ({"a": 3, "b": 4, "c": 5}, {"a": 5, "b": 6, "c": 7}),
+        ("(6,7,8,9)", {"a": 1, "b": 2})]
+    assert [body.get("unparsed") for body in bodies] == [None, None, ["p"]]
+    assert [body["schema_version"] for body in bodies] == [1, 2, 1]
+    assert asked == [1, 1]  # only for values the codec refused, once per value
+
+
+class _AlterableCatalog(TypeCatalog):
+    """pg_catalog as a dictionary of types a test alters (``ALTER TYPE``)."""
+
+    def __init__(self, server: dict[int, TypeInfo]) -> None:
+        super().__init__()
+        self.server = server
+
+    def load(self, conn: psycopg.Connection[Any], oids: Iterable[int], *,
+             refresh: bool = False) -> None:
+        self.add(*(self.server[oid] for oid in oids if oid in self.server))
+
+
+def test_a_composite_type_altered_gets_a_schema_version_recorded_before_its_values(
+        tmp_path: Path) -> None:
+    pair = TypeInfo(16400, "public", "pair", "composite", attributes=(("a", INT4), ("b", INT4)))
+    assembler = _assembler(tmp_path)
+    catalog = assembler.shapes.catalog = _AlterableCatalog({16400: pair})
     relation = Relation(7, "public", "pairs", "d",
                         (Column(True, "id", INT4, -1), Column(False, "p", 16400, -1)))
-    shape = TableShape.of(relation, "app.public.pairs", (decode_int, pair), None, 1, recheck)
-    bodies = [orjson.loads(read_event(shape, ["1", value], 16).body)
-              for value in ("(1,2)", "(3,4,5)", "(6,7,8,9)")]
-    assert [body["after"]["p"] for body in bodies] == [
-        {"a": 1, "b": 2}, {"a": 3, "b": 4, "c": 5}, "(6,7,8,9)"]
-    assert [body.get("unparsed") for body in bodies] == [None, None, ["p"]]
-    assert asked == [1, 1]  # only for values the codec refused
+    _transaction(assembler, 1, relation, Insert(7, ("1", "(1,2)")))
+    catalog.server[16400] = replace(pair, attributes=(*pair.attributes, ("c", INT4)))
+    _transaction(assembler, 2, Insert(7, ("2", "(3,4,5)")), Insert(7, ("3", "(6,7,8)")))
+    records = [(r.topic, orjson.loads(r.value)) for r in assembler.ready]
+    assert [(topic.rsplit(".", 1)[-1], value.get("schema_version")) for topic, value
+            in records] == [("_schemas", 1), ("pairs", 1), ("_schemas", 2), ("pairs", 2),
+                            ("pairs", 2)]
+    recorded = records[2][1]
+    detail = {c["name"]: c.get("type_detail") for c in recorded["columns"]}["p"]
+    assert [a["name"] for a in detail["attributes"]] == ["a", "b", "c"]
+    assert recorded["since_lsn"] == 0x200  # the commit LSN of the first value read so
+    assert [value["after"]["p"] for _, value in records[3:]] == [
+        {"a": 3, "b": 4, "c": 5}, {"a": 6, "b": 7, "c": 8}]
+    # row 1 holds (1,2,NULL) now, unwritten: the table is read again
+    assert assembler.rewritten == [RowsRewritten(
+        "public.pairs", "altered the composite type of p", 0x200, None)]
+    # the Relation again (a new session): its columns are those of version 2
+    assembler.feed(relation, 0x2F0)
+    assert not assembler.shapes.has_rechecked and assembler.shapes.get(7).schema_version == 2
 
 
 def test_a_name_that_is_no_valid_topic_gets_an_escaped_topic(tmp_path: Path) -> None:

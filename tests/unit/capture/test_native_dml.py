@@ -398,7 +398,7 @@ def test_a_new_relation_message_rebuilds_the_plan(tmp_path: Path) -> None:
 
 def test_tables_are_kept_between_batches_until_a_shape_changes(tmp_path: Path) -> None:
     """The native core keeps each table's conversion between ``feed_batch`` calls; when
-    the registry rebuilds a shape on its own (as ``recheck_codec`` does when a composite
+    the registry rebuilds a shape on its own (as ``recheck_shape`` does when a composite
     type changed, with no message in the stream), the next call converts with the new
     one."""
     as_int = [("id", 23, True), ("v", 23, False)]

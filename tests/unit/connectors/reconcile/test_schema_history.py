@@ -29,6 +29,21 @@ def test_no_change_without_a_second_version_or_its_position() -> None:
                           version(2, [("id", 23), ("x", 16)], None)]) is None
 
 
+def test_a_composite_type_altered_is_a_change_of_its_columns() -> None:
+    def pair(*attributes: str) -> dict[str, Any]:
+        return {"type": "public.pair", "kind": "composite",
+                "attributes": [{"name": a, "type": "pg_catalog.int4", "kind": "base"}
+                               for a in attributes]}
+
+    records = [version(1, [("id", 23), ("p", 16400)], LSN),
+               version(2, [("id", 23), ("p", 16400)], LSN + 10),
+               version(3, [("id", 23), ("p", 16400)], LSN + 20)]
+    for record, attributes in zip(records, (("a", "b"), ("a", "b", "c"), ("a", "b", "c")),
+                                  strict=True):
+        record["columns"][1]["type_detail"] = pair(*attributes)
+    assert column_change(records) == ColumnChange(2, LSN + 10)
+
+
 def difference(kind: Kind, sink_version: int | None) -> Difference:
     return Difference("k", kind, "v: 1 in the table, 2 in the sink", True, sink_version)
 
