@@ -191,7 +191,8 @@ def read_event(shape: TableShape, values: Sequence[str | None], lsn: int) -> Pen
 def update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleValue] | None,
                   new: Sequence[TupleValue], lsn: int) -> list[PendingEvent]:
     """``u``; when the key itself changed, a ``d`` of the old key then a ``c`` of the new
-    one, so every key's history stays in its own partition."""
+    one, so every key's history stays in its own partition (the ``c`` with the unchanged
+    TOAST columns the old row holds, under REPLICA IDENTITY FULL)."""
     try:
         return _update_events(shape, old_kind, old, new, lsn)
     except _Rebuilt as rebuilt:
@@ -213,6 +214,8 @@ def _update_events(shape: TableShape, old_kind: str | None, old: Sequence[TupleV
         old_key = _decode_key(shape, old, lsn, unparsed)
     version = shape.schema_version
     if old_key != key:
+        if before is not None and unchanged:  # REPLICA IDENTITY FULL: the old row has them
+            after, unchanged = _completed(shape, after, unchanged, before)
         return [PendingEvent(shape.topic, orjson.dumps(old_key),
                              _body("d", old_key, before, None, [], version, unparsed),
                              lsn, True, shape.source_names),
@@ -231,6 +234,17 @@ def delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],
         return _delete_events(shape, old_kind, old, lsn)
     except _Rebuilt as rebuilt:
         return _delete_events(_final(rebuilt.shape), old_kind, old, lsn)
+
+
+def _completed(shape: TableShape, after: Row, unchanged: list[str], before: Row
+               ) -> tuple[Row, list[str]]:
+    """A key change's new row with the unchanged TOAST columns the old row holds (under
+    REPLICA IDENTITY FULL the old row is whole): its insert is then complete, as no sink
+    holds a row of the new key to take them from. The columns stay in the table's order."""
+    filled = {name for name in unchanged if name in before}
+    row = {name: before[name] if name in filled else after[name]
+           for name in shape.columns if name in after or name in filled}
+    return row, [name for name in unchanged if name not in filled]
 
 
 def _delete_events(shape: TableShape, old_kind: str, old: Sequence[TupleValue],

@@ -55,24 +55,34 @@ def test_toast_unchanged_and_replica_identity_full(capture_env: CaptureEnv,
     env = capture_env
     env.sql("CREATE TABLE docs (id int PRIMARY KEY, title text, body text)",
             "ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL",
-            "CREATE TABLE audit (id int PRIMARY KEY, v text)",
-            "ALTER TABLE audit REPLICA IDENTITY FULL")
+            "CREATE TABLE audit (id int PRIMARY KEY, v text, body text)",
+            "ALTER TABLE audit REPLICA IDENTITY FULL",
+            "ALTER TABLE audit ALTER COLUMN body SET STORAGE EXTERNAL")
     run_capture()
     big = "x" * 100_000
     env.sql("INSERT INTO docs VALUES (1, 'a', repeat('x', 100000))")
     env.sql("UPDATE docs SET title = 'b' WHERE id = 1")
     env.sql("INSERT INTO audit VALUES (1, 'one')", "UPDATE audit SET v = 'uno'",
             "DELETE FROM audit")
+    env.sql("INSERT INTO audit VALUES (2, 'two', repeat('y', 100000))")
+    env.sql("UPDATE audit SET id = 3, v = 'tres' WHERE id = 2")  # a key change
     docs = env.wait_for("docs", 2)
     assert len(docs) == 2
     update = orjson.loads(docs[1].value)
     assert update["op"] == "u" and update["unchanged"] == ["body"]
     assert "body" not in update["after"], "an unchanged TOAST value is never null"
     assert orjson.loads(docs[0].value)["after"]["body"] == big
-    audit = [orjson.loads(m.value) for m in env.wait_for("audit", 3)]
-    assert [e["op"] for e in audit] == ["c", "u", "d"]
-    assert audit[1]["before"] == {"id": 1, "v": "one"}
-    assert audit[2]["before"] == {"id": 1, "v": "uno"} and audit[2]["key"] == {"id": 1}
+    audit = [orjson.loads(m.value) for m in env.wait_for("audit", 6)]
+    assert [e["op"] for e in audit] == ["c", "u", "d", "c", "d", "c"]
+    assert audit[1]["before"] == {"id": 1, "v": "one", "body": None}
+    assert audit[2]["before"] == {"id": 1, "v": "uno", "body": None}
+    assert audit[2]["key"] == {"id": 1}
+    # the key change's insert leaves nothing unchanged: the whole old row completes it
+    # (no sink holds a row of the new key to take the TOASTed body from)
+    moved = audit[5]
+    assert audit[4]["key"] == {"id": 2} and moved["key"] == {"id": 3}
+    assert moved["after"] == {"id": 3, "v": "tres", "body": "y" * 100_000}
+    assert moved["unchanged"] == [] and list(moved["after"]) == ["id", "v", "body"]
 
 
 def test_outbox_messages_and_large_streamed_transaction(

@@ -14,9 +14,9 @@ import psycopg
 import pytest
 
 from cdc.capture.codecs import TypeCatalog, TypeInfo, composite_codec, decode_int
-from cdc.capture.events import TableShape, read_event
+from cdc.capture.events import TableShape, read_event, update_events
 from cdc.capture.fallbacks import FALLBACKS, DecodeFallbacks
-from cdc.capture.pgoutput import Begin, Column, Commit, Insert, Relation
+from cdc.capture.pgoutput import UNCHANGED_TOAST, Begin, Column, Commit, Insert, Relation
 from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.stream.spool import StreamSpool
@@ -168,6 +168,28 @@ def test_a_composite_type_altered_gets_a_schema_version_recorded_before_its_valu
     # the Relation again (a new session): its columns are those of version 2
     assembler.feed(relation, 0x2F0)
     assert not assembler.shapes.has_rechecked and assembler.shapes.get(7).schema_version == 2
+
+
+def test_a_key_change_under_replica_identity_full_is_completed_from_the_old_row() -> None:
+    text = 25
+    relation = Relation(7, "public", "docs", "f",
+                        (Column(True, "id", INT4, -1), Column(False, "a", text, -1),
+                         Column(False, "b", text, -1), Column(False, "c", text, -1)))
+    shape = TableShape.of(relation, "app.public.docs", (decode_int, str, str, str), ["id"], 1)
+    new = ("2", UNCHANGED_TOAST, "new b", UNCHANGED_TOAST)
+    moved = update_events(shape, "O", ("1", "old a", "old b", None), new, 16)
+    delete, insert = (orjson.loads(event.body) for event in moved)
+    assert (delete["op"], delete["key"], insert["op"], insert["key"]) == (
+        "d", {"id": 1}, "c", {"id": 2})
+    assert insert["after"] == {"id": 2, "a": "old a", "b": "new b", "c": None}
+    assert list(insert["after"]) == ["id", "a", "b", "c"] and insert["unchanged"] == []
+    # by key only (REPLICA IDENTITY DEFAULT): nothing to complete it from
+    by_key = orjson.loads(update_events(shape, "K", ("1", None, None, None), new, 16)[1].body)
+    assert by_key["after"] == {"id": 2, "b": "new b"} and by_key["unchanged"] == ["a", "c"]
+    # the same key: the sinks take them from `before` or their stored record
+    same = orjson.loads(update_events(shape, "O", ("2", "old a", "old b", None), new,
+                                      16)[0].body)
+    assert same["op"] == "u" and same["unchanged"] == ["a", "c"]
 
 
 def test_a_name_that_is_no_valid_topic_gets_an_escaped_topic(tmp_path: Path) -> None:
