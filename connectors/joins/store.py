@@ -138,6 +138,7 @@ class JoinStore:
         # each table's join column sets: (set number, columns); the numbers by set
         self._indexes: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
         self._set_ids: dict[tuple[str, str], int] = {}
+        self._set_of: dict[tuple[Table, tuple[str, ...]], int] = {}  # ``_set_id``'s answers
         self._held = False  # a transaction is open across batches (``batch``)
         self.reindexed = self._reindex(sorted(set(indexes)))
 
@@ -431,15 +432,44 @@ class JoinStore:
                  _compact(value) if isinstance(value, bytes) else value)
         keys = self._keys.get(where)
         if keys is None:
-            keys = dict.fromkeys(key for (key,) in self._db.execute(
-                "SELECT key FROM set_links WHERE set_id = ? AND val = ?", where))
-            for key, added in self._link_writes.get(where, {}).items():
-                if added:
-                    keys[key] = None
-                else:
-                    keys.pop(key, None)
-            _remember(self._keys, where, keys)
+            keys = self._keys_read(where, [key for (key,) in self._db.execute(
+                "SELECT key FROM set_links WHERE set_id = ? AND val = ?", where)])
         return list(keys)
+
+    def _keys_read(self, where: tuple[int, LinkValue], stored: Iterable[bytes]
+                   ) -> dict[bytes, None]:
+        """The keys holding ``where`` (set, value): ``stored`` with this transaction's
+        unwritten links, kept in the cache."""
+        keys = dict.fromkeys(stored)
+        for key, added in self._link_writes.get(where, {}).items():
+            if added:
+                keys[key] = None
+            else:
+                keys.pop(key, None)
+        _remember(self._keys, where, keys)
+        return keys
+
+    def preload_keys(self, table: Table, columns: tuple[str, ...],
+                     values: Iterable[tuple[Any, ...]]) -> None:
+        """Read the keys holding each of ``values`` in ``columns`` of ``table`` together
+        into the cache (``matching_keys`` then finds them without a query each)."""
+        set_id = self._set_id(table, columns)
+        wanted: dict[LinkValue, None] = {}
+        for values_ in values:
+            value = link_value(values_)
+            if isinstance(value, bytes):
+                value = _compact(value)
+            if (set_id, value) not in self._keys:
+                wanted[value] = None
+        if not wanted:
+            return
+        found: dict[LinkValue, list[bytes]] = {value: [] for value in wanted}
+        for value, key in self._db.execute(*_links_of(set_id, wanted)):
+            keys = found.get(value)
+            if keys is not None:
+                keys.append(key)
+        for value, keys in found.items():
+            self._keys_read((set_id, value), keys)
 
     def rows_of(self, table: Table, keys: Iterable[bytes]) -> dict[bytes, dict[str, Any]]:
         """The stored rows of ``keys`` (those there are), read together (committed rows:
@@ -452,10 +482,16 @@ class JoinStore:
     def _set_id(self, table: Table, columns: tuple[str, ...]) -> int:
         """The number of the join column set ``columns`` of ``table``."""
         try:
-            return self._set_ids[table_id(table), columns_id(columns)]
+            return self._set_of[table, columns]
+        except KeyError:
+            pass
+        try:
+            found = self._set_of[table, columns] = self._set_ids[table_id(table),
+                                                                 columns_id(columns)]
         except KeyError:
             raise KeyError(f"the join store does not index {table_id(table)} by "
                            f"{columns_id(columns)}") from None
+        return found
 
     def matching_many(self, table: Table, columns: tuple[str, ...],
                       values: Iterable[LinkValue]) -> dict[LinkValue, list[Keyed]]:
@@ -584,8 +620,30 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
 def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkValue | None:
     if row is None:
         return None
+    if len(columns) == 1:  # the usual join: one column, as ``link_value`` stores it
+        value = row.get(columns[0])
+        if value is None:
+            return None
+        if type(value) is str or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX):
+            return value
+        return orjson.dumps([value])
     values = [row.get(column) for column in columns]
     return None if any(value is None for value in values) else link_value(values)
+
+
+def _links_of(set_id: int, values: Iterable[LinkValue]) -> tuple[str, tuple[Any, ...]]:
+    """The query (and its parameters) of the ``(val, key)`` links of set ``set_id``
+    holding any of ``values`` (``link_value``s)."""
+    plain: list[int | str] = []
+    arrays: list[bytes] = []
+    for value in values:
+        if isinstance(value, bytes):
+            arrays.append(value)
+        else:
+            plain.append(value)
+    return ("SELECT val, key FROM set_links WHERE set_id = ? AND val IN (SELECT value FROM "
+            "json_each(?) UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
+            (set_id, orjson.dumps(plain).decode(), _json_list(arrays)))
 
 
 def link_value(values: Sequence[Any]) -> LinkValue:

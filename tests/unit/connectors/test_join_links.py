@@ -50,6 +50,44 @@ def test_each_kind_of_value_finds_the_rows_equal_to_it_as_json(tmp_path: Path) -
     store.close()
 
 
+def test_keys_preloaded_together_are_those_each_query_finds(tmp_path: Path) -> None:
+    by_one, by_two = ("ref",), ("ref", "kind")
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, [(ITEMS, by_one), (ITEMS, by_two)])
+    rnd = random.Random(11)
+    rows = {key: _row(key, rnd.choice(VALUES), rnd.choice(["a", 2, None])) for key in range(200)}
+    with store.transaction():
+        for key, row in rows.items():
+            store.put(ITEMS, key_bytes({"id": key}), row, None, Position(1, key))
+    store.close()
+    asked = {columns: [tuple(v) for v in {orjson.dumps([row[c] for c in columns]): [
+        row[c] for c in columns] for row in rows.values()}.values() if None not in v]
+        + [(12345,) * len(columns)] for columns in (by_one, by_two)}
+    truth = JoinStore(path, [(ITEMS, by_one), (ITEMS, by_two)])
+    expected = {columns: [sorted(truth.matching_keys(ITEMS, columns, values)) for values in
+                          wanted] for columns, wanted in asked.items()}
+    truth.close()
+    store = JoinStore(path, [(ITEMS, by_one), (ITEMS, by_two)])
+    queries: list[str] = []
+    with store.batch():  # this batch's links, not written yet, count too
+        moved = {**rows[0], "ref": "moved"}
+        store.put(ITEMS, key_bytes({"id": 0}), moved, rows[0], Position(2, 0))
+        for columns, wanted in asked.items():
+            store.preload_keys(ITEMS, columns, [*wanted, ("moved",) * len(columns)])
+        store._db.set_trace_callback(queries.append)
+        for columns, wanted in asked.items():
+            old = [[key for key in keys if key != key_bytes({"id": 0}) or
+                    None in [rows[0][c] for c in columns] or
+                    values != tuple(rows[0][c] for c in columns)]
+                   for values, keys in zip(wanted, expected[columns], strict=True)]
+            found = [sorted(store.matching_keys(ITEMS, columns, values)) for values in wanted]
+            assert found == old
+        assert store.matching_keys(ITEMS, by_one, ("moved",)) == [key_bytes({"id": 0})]
+        assert queries == []
+        store._db.set_trace_callback(None)
+    store.close()
+
+
 def _earlier_store(path: Path) -> None:
     """A store of items indexed by order and product, as written before ``link_sets``."""
     with sqlite3.connect(path) as db:

@@ -161,7 +161,7 @@ def test_records_follow_the_join_of_the_final_rows(tmp_path: Path, seed: int) ->
             partition = 0 if key is None else key["id"] % 3
             streams.setdefault((item.event["source"]["table"], partition), []).append(item)
         with store.transaction():
-            stage.preload((item, ("public", item.event["source"]["table"])) for item in batch)
+            stage.preload([(item, ("public", item.event["source"]["table"])) for item in batch])
             while streams:
                 where = shop.random.choice(list(streams))
                 item = streams[where].pop(0)
