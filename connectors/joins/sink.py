@@ -113,6 +113,11 @@ class JoinedSink:
         self._split_since: dict[str, float] = {}  # topics held in part, since when
         self._batch_size = batch_size
         self._marked = 0  # records marked pending since the last written (an estimate)
+        # an initial load into a new store marks its records all at once when it ends
+        # (``JoinStore.begin_load``): possible until then, and under way
+        self._may_load = False
+        self._loading = False
+        self._roots = {view.target: view.table for view in stage.views}
         self._deferred_since: float | None = None
         self._flushes_pending = False
         self._at_least = 0
@@ -137,6 +142,12 @@ class JoinedSink:
                             view.target, ", ".join(sorted(tables)), marked)
         self._next = self.store.next_offsets()
         self.resume = dict(self._next)
+        if self.store.loading():  # stopped during an initial load: its records are due
+            with self.store.transaction():
+                marked = self.store.end_load(self._roots)
+            log.info("joined views: the initial load stopped half-way; writing the %d "
+                     "records of the rows it applied", marked)
+        self._may_load = not self._next  # a new store: nothing applied yet
         if self.store.has_pending():
             self._marked = 1
             self._flushes_pending = True
@@ -231,12 +242,20 @@ class JoinedSink:
         self._at_least = max((item.version for item, _ in applied), default=self._at_least)
         if applied and not self.store.held:
             self._held_since = time.monotonic()
+        loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
+        # snapshot reads into a new store: their records are marked when the load ends
+        bulk = self._may_load and loading
+        ends_load = self._loading and applied and not loading
         try:
             with self.store.batch():
-                self.stage.preload(applied)
+                if bulk and not self._loading:
+                    self.store.begin_load(self._roots)
+                if ends_load:
+                    self._marked += self.store.end_load(self._roots)
+                self.stage.preload(applied, touch=not bulk)
                 for item, table in applied:
                     try:
-                        self._marked += self.stage.apply(item, table)
+                        self._marked += self.stage.apply(item, table, touch=not bulk)
                     except ValueError as exc:
                         rejected.append(Rejection(item, f"joined views: {exc}"))
                 self.store.set_offsets(offsets)
@@ -244,11 +263,17 @@ class JoinedSink:
                     self.store.forget_old_deletes()
         except HeldBatchesLost as lost:
             raise self._lost(lost) from lost
+        if bulk:
+            self._loading = True
+            self._marked += len(applied)  # an estimate: ``end_load`` marks them
+        elif ends_load:
+            self._loading = self._may_load = False
+        elif applied:
+            self._may_load = False
         self._next.update(offsets)
         self._held_events += len(applied)
         result = self.inner.write(passed) if passed else WriteResult()
         rejected.extend(result.rejected)
-        loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
         self._flushes_pending = self._due(len(batch), loading)
         if self._flushes_pending:
             rejected.extend(self._write_pending())
@@ -341,6 +366,10 @@ class JoinedSink:
         versions handed out (durably, in one commit for them all) before any is built; a
         page is built while the one before it is written."""
         self._commit_held()  # what the records are built from is committed, then durable
+        if self._loading:  # the initial load's records, all of them
+            with self.store.transaction():
+                self.store.end_load(self._roots)
+            self._loading = self._may_load = False
         views = {view.target: view for view in self.stage.views}
         rejected: list[Rejection] = []
         writing: Future[list[Rejection]] | None = None

@@ -85,10 +85,11 @@ class JoinStage:
         """Every table a joined view reads."""
         return set(self._levels)
 
-    def preload(self, events: Sequence[tuple[SinkEvent, Table]]) -> None:
+    def preload(self, events: Sequence[tuple[SinkEvent, Table]], touch: bool = True) -> None:
         """Read together, before the events are applied, the stored rows of their keys,
-        then the keys of the rows their old and new rows join one level up (an item's
-        order): ``apply`` then finds them without a query each."""
+        then (to ``touch`` the records they join) the keys of the rows their old and new
+        rows join one level up (an item's order): ``apply`` then finds them without a
+        query each."""
         keys: dict[Table, list[bytes]] = {}
         for item, table in events:
             key = item.event.get("key")
@@ -96,6 +97,8 @@ class JoinStage:
                 keys.setdefault(table, []).append(key_bytes(key))
         for table, found in keys.items():
             self.store.preload(table, found)
+        if not touch:
+            return
         joined: dict[tuple[Table, tuple[str, ...]], list[tuple[Any, ...]]] = {}
         for item, table in events:
             levels = self._levels.get(table)
@@ -118,9 +121,10 @@ class JoinStage:
         for (parent, columns), wanted in joined.items():
             self.store.preload_keys(parent, columns, wanted)
 
-    def apply(self, event: SinkEvent, table: Table) -> int:
+    def apply(self, event: SinkEvent, table: Table, touch: bool = True) -> int:
         """Apply one event of ``table`` to the store, marking the records it touches
-        pending; returns how many root records it marked."""
+        pending (unless not ``touch``: an initial load marks them all when it ends);
+        returns how many root records it marked."""
         data = event.event
         op = data.get("op")
         position = event.message.position
@@ -150,7 +154,7 @@ class JoinStage:
                             sorted(filled.missing))
         elif op != "d":
             raise ValueError(f"unknown op {op!r}")
-        marked = self._touch(table, stored_key, old, new)
+        marked = self._touch(table, stored_key, old, new) if touch else 0
         self.store.put(table, stored_key, new, old, position)
         if op == "d" and old is not None:
             marked += self._completes_insert(table, position, old)

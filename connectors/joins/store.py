@@ -22,7 +22,9 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
   transaction as the rows, so the store is always the state after exactly those events;
 - ``pending``: root keys whose records must be written again, cleared once the sink has
   flushed them (a crash in between writes them again at start-up);
-- ``meta``: the last write version handed out (versions only grow, across restarts);
+- ``meta``: the last write version handed out (versions only grow, across restarts),
+  and the views whose initial load is under way (``begin_load``: their records are
+  marked all at once when it ends, not per event);
 - ``deleted`` and ``incomplete``: the two halves of key changes. PostgreSQL sends a
   key-changing update as a delete of the old key then an insert of the new one (the
   next position), and the insert leaves out unchanged TOAST columns: the deleted row
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,7 @@ LinkValue = int | str | bytes  # join values as ``set_links`` holds them (``link
 CACHE_KIB = 32 * 1024
 CACHED = 20_000  # rows, and key lists of join values, kept decoded in memory
 KEPT_DELETES = 100_000  # deleted rows kept for the insert of a key change read after them
+_LOADING = "loading:"  # ``meta`` names of the views an initial load marks at its end
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rows (tbl TEXT NOT NULL, key BLOB NOT NULL, row BLOB NOT NULL,"
@@ -205,6 +208,35 @@ class JoinStore:
         self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) "
                              "VALUES (?, ?, ?)", links)
         return set_id
+
+    def loading(self) -> set[str]:
+        """The views whose records an initial load marks all at once when it ends
+        (``begin_load``), not one event at a time."""
+        return {name[len(_LOADING):] for (name,) in self._db.execute(
+            "SELECT name FROM meta WHERE substr(name, 1, ?) = ?", (len(_LOADING), _LOADING))}
+
+    def begin_load(self, targets: Iterable[str]) -> None:
+        """In a transaction or batch of a store that applied nothing yet: the records of
+        ``targets`` are not marked per event while the initial load runs; ``end_load``
+        marks every one (a crash before it leaves the mark: the next start ends it)."""
+        self._db.executemany("INSERT OR IGNORE INTO meta (name, value) VALUES (?, 0)",
+                             [(_LOADING + target,) for target in targets])
+
+    def end_load(self, roots: Mapping[str, Table]) -> int:
+        """In a transaction or batch: mark the record of every stored row of each loading
+        view's root table (``roots``: target → table) pending, and end the load; how
+        many were marked."""
+        self._write_buffered()  # within the transaction: the query sees this one's rows
+        marked = 0
+        for target in sorted(self.loading()):
+            table = roots.get(target)
+            if table is not None:  # else a view removed from the config since
+                marked += self._db.execute(
+                    "INSERT OR IGNORE INTO pending (target, key) SELECT ?, key FROM rows "
+                    "WHERE tbl = ?", (target, table_id(table))).rowcount
+        self._db.execute("DELETE FROM meta WHERE substr(name, 1, ?) = ?",
+                         (len(_LOADING), _LOADING))
+        return marked
 
     def mark_every_row(self, target: str, table: Table) -> int:
         """Mark the record of every stored row of ``table`` in ``target`` to be written;

@@ -472,10 +472,11 @@ def test_loading_batches_share_a_transaction_and_a_failed_one_is_undone_alone(
 
     apply = JoinStage.apply
 
-    def failing(stage: JoinStage, event: SinkEvent, table: tuple[str, str]) -> int:
+    def failing(stage: JoinStage, event: SinkEvent, table: tuple[str, str],
+                touch: bool = True) -> int:
         if event.event["key"]["id"] == 8:
             raise OSError("a failure in the middle of a batch")
-        return apply(stage, event, table)
+        return apply(stage, event, table, touch)
 
     monkeypatch.setattr(JoinStage, "apply", failing)
     with pytest.raises(OSError):
@@ -550,7 +551,8 @@ def test_a_failing_store_is_retried_and_never_the_events_fault(
                       set(), batch_size=500)
     apply = JoinStage.apply
 
-    def locked(stage: JoinStage, event: SinkEvent, table: tuple[str, str]) -> int:
+    def locked(stage: JoinStage, event: SinkEvent, table: tuple[str, str],
+               touch: bool = True) -> int:
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(JoinStage, "apply", locked)
@@ -562,3 +564,96 @@ def test_a_failing_store_is_retried_and_never_the_events_fault(
     sink.write(batch)  # the retry: applied, its records written
     assert sorted(item.event["key"]["id"] for item in inner.written) == [1, 2]
     sink.close()
+
+
+def _filled(seed: int) -> Shop:
+    """A shop whose tables hold some hundreds of rows (a snapshot to read)."""
+    shop = Shop(seed)
+    for table, count in (("customers", 30), ("products", 20), ("orders", 120), ("items", 300)):
+        for _ in range(count):
+            shop.tables[table][shop.next_id] = shop._row(table, shop.next_id)
+            shop.next_id += 1
+    return shop
+
+
+def _snapshot_reads(shop: Shop) -> list[SinkEvent]:
+    """Every row of ``shop`` as a snapshot read (``r``), the tables' reads interleaved at
+    random (each topic is read on its own), children before their parents too."""
+    reads = [(table, {"op": "r", "key": {"id": key}, "after": row})
+             for table, rows in shop.tables.items() for key, row in rows.items()]
+    shop.random.shuffle(reads)
+    return shop.sink_events(reads)
+
+
+def _documents(inner: _RecordingSink) -> dict[bytes, dict[str, Any]]:
+    """The records ``inner`` holds last per key (a delete removes it)."""
+    documents: dict[bytes, dict[str, Any]] = {}
+    for item in sorted(inner.written, key=lambda item: item.version):
+        key = orjson.dumps(item.event["key"])
+        if item.event["after"] is None:
+            documents.pop(key, None)
+        else:
+            documents[key] = item.event["after"]
+    return documents
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_initial_load_marks_its_records_once_it_ends(tmp_path: Path, seed: int) -> None:
+    """Snapshot reads into a new store are applied without marking a record per event;
+    when the load ends (a batch not full, or another kind of event) every root row's
+    record is written, then events mark what they touch as before."""
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
+    inner = _RecordingSink()
+    sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
+                      set(), batch_size=50)
+    sink.open()
+    shop = _filled(seed)
+    reads = _snapshot_reads(shop)
+    full = len(reads) // 50 * 50
+    for start in range(0, full, 50):
+        sink.write(reads[start:start + 50])
+        assert store.loading() == {"orders"} and not store.has_pending()
+    assert inner.written == []  # full batches of snapshot reads write nothing
+    if seed % 2:  # the load ends with a batch not full
+        sink.write(reads[full:] or reads[-1:])
+    else:  # … or with another kind of event (the snapshot's rest first)
+        sink.write(reads[full:])
+        sink.write(shop.sink_events(shop.events(1)))
+    sink.flush()
+    assert store.loading() == set()
+    assert _documents(inner) == shop.expected(SHOP)
+    for _ in range(5):  # then every event marks the records it touches
+        sink.write(shop.sink_events(shop.events(30)))
+        sink.flush()
+        assert _documents(inner) == shop.expected(SHOP)
+    sink.close()
+
+
+def test_a_load_stopped_half_way_writes_its_records_at_the_next_start(tmp_path: Path) -> None:
+    path = tmp_path / "joins.sqlite"
+    inner = _RecordingSink()
+    sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], JoinStore(path, store_indexes([SHOP]))),
+                      lambda s, t: f"{s}.{t}", set(), batch_size=50)
+    sink.open()
+    shop = _filled(3)
+    reads = _snapshot_reads(shop)
+    for start in range(0, 200, 50):
+        sink.write(reads[start:start + 50])
+    sink.close()  # commits what it applied; a kill -9 would undo it (the load goes on)
+    assert inner.written == []
+    again = JoinedSink(cast(Sink, inner), JoinStage([SHOP], JoinStore(path, store_indexes([SHOP]))),
+                       lambda s, t: f"{s}.{t}", set(), batch_size=50)
+    again.open()  # the records of the 200 rows applied
+    assert again.store.loading() == set() and not again.store.has_pending()
+    applied = Shop(3)
+    applied.tables = {table: {} for table in shop.tables}
+    for item in reads[:200]:
+        applied.tables[item.event["source"]["table"]][item.event["key"]["id"]] = \
+            item.event["after"]
+    assert _documents(inner) == applied.expected(SHOP)
+    for start in range(200, len(reads), 50):  # the rest: each event marks what it touches
+        again.write(reads[start:start + 50])
+    again.write_deferred()  # idle: what was deferred
+    again.flush()
+    assert _documents(inner) == shop.expected(SHOP)
+    again.close()
