@@ -223,10 +223,13 @@ def _committed(admin: Any, name: str, least: dict[str, int]) -> bool:
 
 
 def _nothing_pending(store: Path) -> bool:
-    """True when the connector's state store has no record waiting to be written."""
+    """True when the connector's state store has no record waiting to be written (none
+    marked, and no initial load under way: its records are marked when it ends)."""
     try:
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
-            return int(db.execute("SELECT count(*) FROM pending").fetchone()[0]) == 0
+            pending = int(db.execute("SELECT count(*) FROM pending").fetchone()[0])
+            loading = db.execute("SELECT 1 FROM meta WHERE name LIKE 'loading:%'").fetchone()
+            return pending == 0 and loading is None
     except sqlite3.Error:  # not created yet
         return False
 
