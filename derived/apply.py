@@ -70,10 +70,10 @@ class _Applier:
         if not rename:  # the usual view: columns copied as they are named
             if self.fields is not None:
                 record = {column: source[column] for column in self.fields if column in source}
-            elif self.exclude:
-                excluded = self.exclude
-                record = {column: value for column, value in source.items()
-                          if column not in excluded}
+            elif self.exclude:  # the row less a few columns: copied whole, then dropped
+                record = source.copy()
+                for column in self.exclude:
+                    record.pop(column, None)
             else:
                 record = source.copy()
         elif self.fields is not None:

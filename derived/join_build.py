@@ -104,8 +104,9 @@ class _Level:
 
 _PLANS: dict[int, _Level] = {}
 # a lookup's record of a joined row: (id of the lookup, id of the row) → (the row, record);
-# the row is kept to check the id still names it
-_Memo = dict[tuple[int, int], tuple[Row, Record | None]]
+# the row is kept to check the id still names it; and by the values looked up
+# (``_memo_key``): the same values match the same row within one ``build_records``
+_Memo = dict[tuple[Any, ...], tuple[Row, Record | None]]
 
 
 def _plan(level: JoinLevel) -> _Level:
@@ -141,6 +142,11 @@ def _lookup(lookup: _Joined, row: Row, rows: JoinRows, memo: _Memo | None) -> Re
     values = join_values(row, lookup.parent_columns)
     if values is None:
         return None
+    asked = None if memo is None else _memo_key(lookup, values)
+    if asked is not None:  # the same values looked up before: the same row, the same record
+        seen = memo.get(asked)  # type: ignore[union-attr]
+        if seen is not None:
+            return seen[1]
     candidates = rows.matching(lookup.table, lookup.child_columns, values)
     if not candidates:
         return None
@@ -151,10 +157,33 @@ def _lookup(lookup: _Joined, row: Row, rows: JoinRows, memo: _Memo | None) -> Re
         return _build(lookup.level, joined, rows, None)
     seen = memo.get((id(lookup), id(joined)))
     if seen is not None and seen[0] is joined:
-        return seen[1]
-    record = _build(lookup.level, joined, rows, memo)
-    memo[id(lookup), id(joined)] = (joined, record)
+        record = seen[1]
+    else:
+        record = _build(lookup.level, joined, rows, memo)
+        memo[id(lookup), id(joined)] = (joined, record)
+    if asked is not None:
+        memo[asked] = (joined, record)
     return record
+
+
+def _memo_key(lookup: _Joined, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """What a lookup of ``values`` is remembered by: each value with its type (``1``,
+    ``1.0`` and ``True`` are equal in Python, not in JSON); ``None`` for an object, a
+    list or a float among them (looked up every time)."""
+    if len(values) == 1:
+        value = values[0]
+        kind = type(value)
+        if kind is dict or kind is list or kind is float:
+            return None
+        return (id(lookup), kind, value)
+    if any(type(value) in _UNREMEMBERED for value in values):
+        return None
+    return (id(lookup), *((type(value), value) for value in values))
+
+
+# not remembered by value: objects and lists are not hashable; -0.0 equals 0.0 in Python
+# but not as JSON text (a join value of each may match other rows)
+_UNREMEMBERED = (dict, list, float)
 
 
 def _nested(nested: _Joined, row: Row, rows: JoinRows, memo: _Memo | None) -> list[Record]:

@@ -20,7 +20,7 @@ from connectors.contract import SinkEvent
 from derived import JoinedTable, JoinedView, JoinLevel, build_records, fill_unchanged, join_values
 from derived.join_build import Keyed
 
-from .store import JoinStore, LinkValue, Table, key_bytes, link_value
+from .store import JoinStore, LinkValue, Table, key_bytes, link_value, one_link_value
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +250,7 @@ class PageRows:
             level, rows = levels.pop()
             for joined in level.joined():
                 edge = Edge.of(joined, level)
-                values = {link_value(found) for row in rows
-                          if (found := join_values(row, edge.parent_columns)) is not None}
+                values = _link_values(rows, edge.parent_columns)
                 matched = store.matching_many(edge.table, edge.child_columns, values)
                 self._found.setdefault((edge.table, edge.child_columns), {}).update(matched)
                 levels.append((joined, [row for keyed in matched.values() for _, row in keyed]))
@@ -260,3 +259,13 @@ class PageRows:
                  values: tuple[Any, ...]) -> Sequence[Keyed]:
         """``(key, row)`` of every row of ``table`` whose ``columns`` equal ``values``."""
         return self._found.get((table, columns), {}).get(link_value(values), ())
+
+
+def _link_values(rows: Iterable[dict[str, Any]], columns: tuple[str, ...]) -> set[LinkValue]:
+    """The ``link_value``s of ``columns`` in ``rows`` (a NULL joins nothing)."""
+    if len(columns) == 1:  # the usual join: one column, no tuple per row
+        column = columns[0]
+        return {one_link_value(value) for row in rows
+                if (value := row.get(column)) is not None}
+    return {link_value(values) for row in rows
+            if (values := join_values(row, columns)) is not None}

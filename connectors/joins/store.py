@@ -652,13 +652,9 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
 def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkValue | None:
     if row is None:
         return None
-    if len(columns) == 1:  # the usual join: one column, as ``link_value`` stores it
+    if len(columns) == 1:  # the usual join: one column
         value = row.get(columns[0])
-        if value is None:
-            return None
-        if type(value) is str or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX):
-            return value
-        return orjson.dumps([value])
+        return None if value is None else one_link_value(value)
     values = [row.get(column) for column in columns]
     return None if any(value is None for value in values) else link_value(values)
 
@@ -676,6 +672,13 @@ def _links_of(set_id: int, values: Iterable[LinkValue]) -> tuple[str, tuple[Any,
     return ("SELECT val, key FROM set_links WHERE set_id = ? AND val IN (SELECT value FROM "
             "json_each(?) UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
             (set_id, orjson.dumps(plain).decode(), _json_list(arrays)))
+
+
+def one_link_value(value: Any) -> LinkValue:
+    """``link_value((value,))``: the join value of one column (not NULL)."""
+    if type(value) is str or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX):
+        return value
+    return orjson.dumps([value])
 
 
 def link_value(values: Sequence[Any]) -> LinkValue:

@@ -12,8 +12,10 @@ from typing import Any
 import orjson
 
 from cdc.log import Position
-from connectors.joins import JoinStore
+from connectors.joins import JoinStage, JoinStore
+from connectors.joins.stage import store_indexes
 from connectors.joins.store import key_bytes, link_value
+from derived import JoinedView
 
 ITEMS = ("public", "items")
 # values that Python or SQLite could take for equal although their JSON differs
@@ -135,4 +137,29 @@ def test_an_earlier_store_indexing_a_set_no_longer_joined_has_its_records_writte
     store = JoinStore(path, [(ITEMS, ("order_id",))])
     assert store.reindexed == {"public.items"}
     assert store.matching_keys(ITEMS, ("order_id",), (3,)) == [key_bytes({"id": 9})]
+    store.close()
+
+
+def test_lookups_of_equal_python_values_of_other_json_types_find_their_own_rows(
+        tmp_path: Path) -> None:
+    """A page's records remember each lookup by its values and their types: ``1``,
+    ``true`` and ``1.0`` are equal in Python, not in JSON."""
+    view = JoinedView.model_validate({
+        "source": "public.orders", "target": "orders",
+        "lookups": [{"name": "customer", "source": "public.customers",
+                     "on": {"customer_id": "id"}, "fields": ["name"]}]})
+    store = JoinStore(tmp_path / "joins.sqlite", store_indexes([view]))
+    stage = JoinStage([view], store)
+    customers, orders = ("public", "customers"), ("public", "orders")
+    refs: list[Any] = [1, True, 1.0, "1", 1, True, 1.0]
+    with store.transaction():
+        for number, ref in enumerate(refs[:4]):
+            store.put(customers, key_bytes({"id": ref}), {"id": ref, "name": f"c{number}"},
+                      None, Position(1, number))
+        for number, ref in enumerate(refs):
+            store.put(orders, key_bytes({"id": number}), {"id": number, "customer_id": ref},
+                      None, Position(2, number))
+    records = stage.records(view, [key_bytes({"id": number}) for number in range(len(refs))])
+    assert [record["customer"]["name"] for _, record in records if record is not None] == [
+        "c0", "c1", "c2", "c3", "c0", "c1", "c2"]
     store.close()
