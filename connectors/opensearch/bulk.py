@@ -8,6 +8,7 @@ replayed write is a no-op (409) and retrying a whole chunk is harmless. Index ac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor, wait
 from typing import Any, NamedTuple
 
 import orjson
@@ -19,6 +20,7 @@ from connectors.contract import Rejection, SinkEvent, SinkUnavailableError
 from .errors import ItemOutcome, item_outcome, status_of, translate
 
 RESPONSE_FILTER = "errors,items.*.status,items.*.error.type,items.*.error.reason"
+MIN_SPLIT = 100  # the fewest actions a request of a batch split among several carries
 
 # The action lines, as orjson.dumps writes the headers' dicts (same members, same order),
 # filled with the JSON of the alias and the id: no dict to build and encode per action.
@@ -50,15 +52,33 @@ def delete_action(event: SinkEvent, alias: str, doc_id: str) -> BulkAction:
 
 
 def send(client: OpenSearch, actions: Sequence[BulkAction], max_actions: int,
-         max_bytes: int) -> list[Rejection]:
+         max_bytes: int, sending: Executor | None = None,
+         concurrency: int = 1) -> list[Rejection]:
     """Send ``actions`` (one request unless they exceed the bounds); the rejected events.
+    With ``sending`` (an executor of ``concurrency`` threads), up to ``concurrency``
+    requests at once, a batch of at least ``2 * MIN_SPLIT`` actions split among them: a
+    shard indexes one request's items on one thread, so requests in flight together use
+    more of the cluster's cores. Every action is versioned, so the order the requests
+    are applied in changes nothing.
 
-    Raises ``SinkUnavailableError`` when any item (or request) may succeed later.
+    Raises ``SinkUnavailableError`` when any item (or request) may succeed later (once
+    every request sent has ended).
     """
+    if sending is not None and concurrency > 1 and len(actions) >= 2 * MIN_SPLIT:
+        parts = min(concurrency, len(actions) // MIN_SPLIT)
+        each = -(-len(actions) // parts)
+        chunks = chunked(actions, min(max_actions, each), max_bytes)
+    else:
+        chunks = chunked(actions, max_actions, max_bytes)
+    if sending is None or len(chunks) < 2:
+        outcomes = [_send_chunk(client, chunk) for chunk in chunks]
+    else:
+        requests = [sending.submit(_send_chunk, client, chunk) for chunk in chunks]
+        wait(requests)  # none left in flight, whatever failed: a retry never overlaps them
+        outcomes = [request.result() for request in requests]
     rejected: list[Rejection] = []
     retry: str | None = None
-    for chunk in chunked(actions, max_actions, max_bytes):
-        chunk_rejected, chunk_retry = _send_chunk(client, chunk)
+    for chunk_rejected, chunk_retry in outcomes:
         rejected.extend(chunk_rejected)
         retry = retry or chunk_retry
     if retry is not None:

@@ -54,6 +54,11 @@ class OpenSearchSinkConfig(JoinSettings):
         description="write through this alias, so a rebuild can swap the index under it")
     bulk_size: int = Field(default=500, ge=1, le=100_000, description="actions per bulk request")
     bulk_max_bytes: DataSize = Field(default=5 * 1024**2, description="bytes per bulk request")
+    bulk_concurrency: int = Field(
+        default=2, ge=1, le=32,
+        description="bulk requests a batch sends at once (a batch of 200 actions or more is "
+        "split among them): a shard indexes one request on one thread, so more use more "
+        "of the cluster's cores; 1 sends one at a time")
     verify_certs: bool = Field(default=True, description="check the cluster's TLS certificate")
     ca_certs: Path | None = Field(default=None, description="a CA bundle to trust (PEM file)")
     request_timeout: Duration = Field(default=timedelta(seconds=30), description="per request")

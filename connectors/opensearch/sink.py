@@ -31,6 +31,7 @@ derived, and the event is rejected with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -105,6 +106,7 @@ class OpenSearchSink:
             {view.table for view in config.views if view.table not in self._passing},
             topic_prefix, MAX_ID_BYTES) if native else None
         self._opened = False  # once connected, a refused login is retried
+        self._sending: ThreadPoolExecutor | None = None  # bulk requests sent at once
         self._joined = {join.target: join for join in config.joins}
 
     def open(self) -> None:
@@ -124,6 +126,9 @@ class OpenSearchSink:
                                  "(config.hosts)") from exc
         self._client = client
         self._opened = True  # from now on, a refusal (credentials rotated) is retried
+        if config.bulk_concurrency > 1 and self._sending is None:
+            self._sending = ThreadPoolExecutor(config.bulk_concurrency,
+                                               thread_name_prefix="opensearch-bulk")
         self._catalog = IndexCatalog(client, int(config.tombstone_retention.total_seconds()),
                                      replicas=config.replicas)
 
@@ -142,8 +147,7 @@ class OpenSearchSink:
             writes = self._after_truncates(routed, states, catalog)
             planned = self._actions(client, writes, rejected)
             self._map_new_fields(planned, catalog)
-            rejected.extend(send(client, [item.action for item in planned],
-                                 self.config.bulk_size, self.config.bulk_max_bytes))
+            rejected.extend(self._send(client, [item.action for item in planned]))
         except SinkUnavailableError:
             catalog.forget()
             raise
@@ -155,9 +159,18 @@ class OpenSearchSink:
 
     def close(self) -> None:
         """Close the connections."""
+        if self._sending is not None:
+            self._sending.shutdown()
+            self._sending = None
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    def _send(self, client: OpenSearch, actions: Sequence[BulkAction]) -> list[Rejection]:
+        """``bulk.send`` with this sink's bounds and concurrency."""
+        config = self.config
+        return send(client, actions, config.bulk_size, config.bulk_max_bytes, self._sending,
+                    config.bulk_concurrency)
 
     def _connected(self) -> tuple[OpenSearch, IndexCatalog]:
         if self._client is None or self._catalog is None:
@@ -180,7 +193,7 @@ class OpenSearchSink:
                 return None  # the Python path skips what the truncate emptied
             actions = [BulkAction(item, kind, payload) for item, kind, payload
                        in zip(batch, rendered.kinds, rendered.payloads, strict=True)]
-            rejected = send(client, actions, self.config.bulk_size, self.config.bulk_max_bytes)
+            rejected = self._send(client, actions)
         except SinkUnavailableError:
             catalog.forget()
             raise
