@@ -530,20 +530,12 @@ class JoinStore:
         """``(key, row)`` of the rows of ``table`` whose ``columns`` hold each of ``values``
         (``link_value``s), read together (committed rows: outside a transaction), keys
         and rows decoded in one call each."""
-        plain: list[int | str] = []
-        arrays: list[bytes] = []
-        for value in values:
-            if isinstance(value, bytes):
-                arrays.append(value)
-            else:
-                plain.append(value)
         found = self._db.execute(
             "SELECT l.val, l.key, rows.row FROM set_links AS l JOIN rows"
             " ON rows.tbl = ? AND rows.key = l.key"
             " WHERE l.set_id = ? AND l.val IN (SELECT value FROM json_each(?)"
             " UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
-            (table_id(table), self._set_id(table, columns), orjson.dumps(plain).decode(),
-             _json_list(arrays))).fetchall()
+            (table_id(table), self._set_id(table, columns), *_values_in(values))).fetchall()
         if not found:
             return {}
         keys = orjson.loads(b"[%b]" % b",".join([key for _, key, _ in found]))
@@ -662,6 +654,14 @@ def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkVal
 def _links_of(set_id: int, values: Iterable[LinkValue]) -> tuple[str, tuple[Any, ...]]:
     """The query (and its parameters) of the ``(val, key)`` links of set ``set_id``
     holding any of ``values`` (``link_value``s)."""
+    return ("SELECT val, key FROM set_links WHERE set_id = ? AND val IN (SELECT value FROM "
+            "json_each(?) UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
+            (set_id, *_values_in(values)))
+
+
+def _values_in(values: Iterable[LinkValue]) -> tuple[str, str]:
+    """``values`` (``link_value``s) as the two JSON arrays a ``val IN`` query takes: the
+    integers and texts as they are, the JSON arrays as the strings of their blobs."""
     plain: list[int | str] = []
     arrays: list[bytes] = []
     for value in values:
@@ -669,9 +669,7 @@ def _links_of(set_id: int, values: Iterable[LinkValue]) -> tuple[str, tuple[Any,
             arrays.append(value)
         else:
             plain.append(value)
-    return ("SELECT val, key FROM set_links WHERE set_id = ? AND val IN (SELECT value FROM "
-            "json_each(?) UNION ALL SELECT CAST(value AS BLOB) FROM json_each(?))",
-            (set_id, orjson.dumps(plain).decode(), _json_list(arrays)))
+    return orjson.dumps(plain).decode(), _json_list(arrays)
 
 
 def one_link_value(value: Any) -> LinkValue:
