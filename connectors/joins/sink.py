@@ -245,7 +245,7 @@ class JoinedSink:
         loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
         # snapshot reads into a new store: their records are marked when the load ends
         bulk = self._may_load and loading
-        ends_load = self._loading and applied and not loading
+        ends_load = self._loading and bool(applied) and not loading
         try:
             with self.store.batch():
                 if bulk and not self._loading:

@@ -46,6 +46,11 @@ class RecheckedShape(NamedTuple):
     table: str  # schema.table
     columns: tuple[str, ...]
 
+    @property
+    def reason(self) -> str:
+        """Why the table is read again, as the capture's log line says it."""
+        return f"altered the composite type of {', '.join(self.columns)}"
+
 
 class ShapeRegistry:
     """Relation oid → TableShape, with a schema version per table that grows whenever
@@ -170,7 +175,6 @@ class ShapeRegistry:
         topic = self._topic(relation.namespace, relation.name)
         self._column_types[relation.oid] = tuple(oids)
         self._relations[relation.oid] = (relation, key_override)
-        self._rechecked.pop(relation.oid, None)  # a new Relation recorded what it has now
         self._shapes[relation.oid] = TableShape.of(
             relation, topic, self.catalog.codecs_for(oids), key_override, version,
             functools.partial(self.recheck_shape, relation.oid))

@@ -482,8 +482,7 @@ class IncrementalSnapshots:
         crash_point("incremental_chunk")
         self._advance(chunk, len(keep), len(chunk.rows) - len(keep))
         for found in rechecked:  # rows read before the type changed: read them again
-            self.rows_rewritten(found.table, "altered the composite type of "
-                                f"{', '.join(found.columns)}", lsn)
+            self.rows_rewritten(found.table, found.reason, lsn)
 
     def _advance(self, chunk: _Chunk, emitted: int, dropped: int) -> None:
         state = chunk.state

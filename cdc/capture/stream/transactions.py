@@ -264,9 +264,8 @@ class TransactionAssembler:
             since = self._since(wal_lsn)
             for rechecked in self.shapes.take_rechecked(since):
                 self.ready.append(rechecked.record)
-                self.rewritten.append(RowsRewritten(
-                    rechecked.table, "altered the composite type of "
-                    f"{', '.join(rechecked.columns)}", since, None))
+                self.rewritten.append(RowsRewritten(rechecked.table, rechecked.reason, since,
+                                                    None))
         if xid is not None and self._stream_xid is not None:
             self.spool.add(self._stream_xid, xid, events)
             return
