@@ -20,7 +20,7 @@ from connectors.contract import SinkEvent
 from derived import JoinedTable, JoinedView, JoinLevel, build_records, fill_unchanged, join_values
 from derived.join_build import Keyed
 
-from .store import JoinStore, LinkValue, Table, key_bytes, link_value, one_link_value
+from .store import JoinStore, LinkValue, Table, key_bytes, link_value, row_link_value
 
 log = logging.getLogger(__name__)
 
@@ -263,9 +263,4 @@ class PageRows:
 
 def _link_values(rows: Iterable[dict[str, Any]], columns: tuple[str, ...]) -> set[LinkValue]:
     """The ``link_value``s of ``columns`` in ``rows`` (a NULL joins nothing)."""
-    if len(columns) == 1:  # the usual join: one column, no tuple per row
-        column = columns[0]
-        return {one_link_value(value) for row in rows
-                if (value := row.get(column)) is not None}
-    return {link_value(values) for row in rows
-            if (values := join_values(row, columns)) is not None}
+    return {value for row in rows if (value := row_link_value(row, columns)) is not None}

@@ -203,7 +203,7 @@ class JoinStore:
                                       "RETURNING id", (tbl, cols)).fetchone()[0])
         links = sorted(((set_id, value, key) for key, row in self._db.execute(
             "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
-            if (value := _link_value(orjson.loads(row), columns)) is not None),
+            if (value := row_link_value(orjson.loads(row), columns)) is not None),
             key=_index_order)
         self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) "
                              "VALUES (?, ?, ?)", links)
@@ -390,8 +390,8 @@ class JoinStore:
         ``old`` is what the store held (its links are replaced)."""
         tbl = table_id(table)
         for set_id, columns in self._indexes.get(tbl, ()):
-            was = _link_value(old, columns)
-            now = _link_value(row, columns)
+            was = row_link_value(old, columns)
+            now = row_link_value(row, columns)
             if was != now:
                 if was is not None:
                     self._link(set_id, was, key, False)
@@ -641,12 +641,14 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkValue | None:
+def row_link_value(row: dict[str, Any] | None, columns: tuple[str, ...]) -> LinkValue | None:
+    """The ``link_value`` of ``columns`` in ``row``; ``None`` without a row or when one is
+    NULL (a NULL joins nothing)."""
     if row is None:
         return None
     if len(columns) == 1:  # the usual join: one column
         value = row.get(columns[0])
-        return None if value is None else one_link_value(value)
+        return None if value is None else _one_link_value(value)
     values = [row.get(column) for column in columns]
     return None if any(value is None for value in values) else link_value(values)
 
@@ -672,7 +674,7 @@ def _values_in(values: Iterable[LinkValue]) -> tuple[str, str]:
     return orjson.dumps(plain).decode(), _json_list(arrays)
 
 
-def one_link_value(value: Any) -> LinkValue:
+def _one_link_value(value: Any) -> LinkValue:
     """``link_value((value,))``: the join value of one column (not NULL)."""
     if type(value) is str or (type(value) is int and _INT64_MIN <= value <= _INT64_MAX):
         return value
