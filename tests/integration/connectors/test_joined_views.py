@@ -21,8 +21,10 @@ from typing import Any
 import psycopg
 import pytest
 import redis
+from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
+from cdc.cli import main
 from derived import JoinedView, RowsInMemory, build_record, encode_key
 from tests.processes import stop_or_fail
 
@@ -299,13 +301,12 @@ def test_joined_documents_stay_exact_through_a_random_workload_and_a_kill(
         assert summary and summary[-1].endswith("missing=0 extra=0 different=0"), summary
         assert f"tables=2 rows={2 * len(want)}" in summary[-1], summary
         if seed == 11:  # the Spark rebuild from the log makes the same documents
-            rebuilt = subprocess.run(
-                [sys.executable, "-m", "cdc.cli", "replay", "rebuild-search", "-c",
-                 str(config), "--master", "local[2]", "--connector", "search",
-                 "--no-progress", "--output", str(tmp_path / "spark")],
-                capture_output=True, text=True, timeout=600)
-            assert rebuilt.returncode == 0, rebuilt.stdout[-3000:] + rebuilt.stderr[-3000:]
-            assert f"public.orders (joined) -> {index}" in rebuilt.stdout, rebuilt.stdout
+            request.getfixturevalue("spark")  # in process: the suite's one local[2] JVM
+            rebuilt = CliRunner().invoke(main, [
+                "replay", "rebuild-search", "-c", str(config), "--connector", "search",
+                "--no-progress", "--output", str(tmp_path / "spark")])
+            assert rebuilt.exit_code == 0, (rebuilt.output[-3000:], rebuilt.exception)
+            assert f"public.orders (joined) -> {index}" in rebuilt.output, rebuilt.output
             alias = search.indices.get_alias(name=index)
             assert any(name.startswith(f"{index}_rebuild_") for name in alias), alias
             assert search_documents(search, index) == want

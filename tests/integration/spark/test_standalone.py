@@ -1,9 +1,13 @@
 """``cdc replay`` on a Spark standalone cluster (a master and two one-core workers from
 the installed PySpark, ``SparkStandaloneCluster``): ``materialize`` gives the rows and
 checksum of ``local[2]`` over the same file log, also when a worker is SIGKILLed while
-the job runs; ``rebuild-cache`` run twice leaves the same keys, values and versions;
-``materialize``, ``state-as-of``, ``aggregates`` and both rebuilds over the same events
-in Kafka give what ``local[2]`` gives over the file log.
+the job runs; ``rebuild-cache`` run twice (on the cluster, then in process) leaves the
+same keys, values and versions; ``materialize``, ``state-as-of``, ``aggregates`` and both
+rebuilds over the same events in Kafka give what ``local[2]`` gives over the file log.
+On the cluster over Kafka run
+``materialize`` and ``rebuild-search`` (the executors reading Kafka, writing a sink); the
+other jobs read Kafka through the same source in the shared ``local[2]`` session (a job
+on the cluster starts three JVMs: most of its time in this suite).
 
 Each job on the cluster is ``python -m cdc.cli replay …`` in its own process (its own
 driver JVM), as an operator runs it; the ``local[2]`` references run in process, in the
@@ -228,7 +232,10 @@ def redis_state(client: redis.Redis, name: str) -> dict[bytes, bytes | None]:
 
 
 def test_rebuild_cache_twice_is_idempotent(healthy: SparkStandaloneCluster, workdir: Path,
-                                           redis_url: str, unique_name: str) -> None:
+                                           redis_url: str, unique_name: str,
+                                           spark: Any) -> None:
+    """rebuild-cache on the cluster, then again over the same Redis (in process: the
+    writes are the same connector's), leaves the same keys, values and versions."""
     client = redis.Redis.from_url(redis_url)
     job = pipeline(workdir, unique_name, redis_url)
     try:
@@ -239,7 +246,7 @@ def test_rebuild_cache_twice_is_idempotent(healthy: SparkStandaloneCluster, work
         assert first[0] == len(values) > KEYS // 2
         assert len(versions) >= len(values)
 
-        second = replay(job, "rebuild-cache", healthy.master_url, workdir)[TABLE]
+        second = local(job, "rebuild-cache")[TABLE]
         assert second == first
         assert redis_state(client, unique_name) == state
     finally:
@@ -273,15 +280,18 @@ def copy_to_kafka(root: Path, bootstrap: str) -> None:
 
 def test_every_job_over_the_kafka_log_equals_local_over_the_file_log(
         healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str, spark: Any) -> None:
-    """materialize, state-as-of and aggregates on the cluster reading Kafka (Spark's Kafka
-    source jars reach the executors by ``spark.jars``) give the rows and checksums of
-    ``local[2]`` reading the same events from the file log."""
+    """materialize on the cluster reading Kafka (Spark's Kafka source jars reach the
+    executors by ``spark.jars``), state-as-of and aggregates reading Kafka in process,
+    give the rows and checksums of ``local[2]`` reading the same events from the file
+    log."""
     kafka_bootstrap = kafka_log
-    for command, options in (("materialize", ()), ("aggregates", ()),
-                             ("state-as-of", ("--as-of", format_lsn(AS_OF_LSN)))):
+    for command, options, on_cluster in (
+            ("materialize", (), True), ("aggregates", (), False),
+            ("state-as-of", ("--as-of", format_lsn(AS_OF_LSN)), False)):
         on_file = local(pipeline(workdir, f"local-{command}"), command, *options)
-        on_kafka = replay(pipeline(workdir, f"kafka-{command}", kafka=kafka_bootstrap),
-                          command, healthy.master_url, workdir, *options)
+        over_kafka = pipeline(workdir, f"kafka-{command}", kafka=kafka_bootstrap)
+        on_kafka = (replay(over_kafka, command, healthy.master_url, workdir, *options)
+                    if on_cluster else local(over_kafka, command, *options))
         assert on_file and on_kafka == on_file, command
         assert all(rows > 0 for rows, _ in on_file.values()), (command, on_file)
 
@@ -297,8 +307,9 @@ def search_state(client: OpenSearch, name: str) -> dict[str, tuple[Any, int]]:
 def test_both_rebuilds_over_the_kafka_log_equal_local_over_the_file_log(
         healthy: SparkStandaloneCluster, workdir: Path, kafka_log: str, redis_url: str,
         opensearch_url: str, unique_name: str, spark: Any) -> None:
-    """rebuild-cache and rebuild-search on the cluster reading Kafka write the keys,
-    values, documents and versions ``local[2]`` writes from the file log."""
+    """rebuild-search on the cluster reading Kafka, rebuild-cache reading Kafka in process
+    (on the cluster: ``test_rebuild_cache_twice_is_idempotent``), write the keys, values,
+    documents and versions ``local[2]`` writes from the file log."""
     cache = redis.Redis.from_url(redis_url)
     search = OpenSearch([opensearch_url])
     on_file, on_kafka = f"{unique_name}_local", f"{unique_name}_kafka"
@@ -306,9 +317,12 @@ def test_both_rebuilds_over_the_kafka_log_equal_local_over_the_file_log(
         for command in ("rebuild-cache", "rebuild-search"):
             local(pipeline(workdir, on_file, redis_url, opensearch_url=opensearch_url),
                   command)
-            replay(pipeline(workdir, on_kafka, redis_url, kafka=kafka_log,
-                            opensearch_url=opensearch_url),
-                   command, healthy.master_url, workdir)
+            over_kafka = pipeline(workdir, on_kafka, redis_url, kafka=kafka_log,
+                                  opensearch_url=opensearch_url)
+            if command == "rebuild-search":
+                replay(over_kafka, command, healthy.master_url, workdir)
+            else:
+                local(over_kafka, command)
         keys = redis_state(cache, on_file)
         assert len(keys) > KEYS // 2
         assert {key.replace(on_file.encode(), on_kafka.encode()): value
