@@ -5,14 +5,15 @@ whenever they change, in the same append as (and before) the first event of that
 So the sink reads the topic again at once when it meets a schema version newer than it
 knows (a column was just added: its mapping must come from its type, not from a guess at
 its first value); a version it still cannot find is looked for again at most once per
-``reread_interval`` seconds.
+``reread_interval`` seconds. Asked for the version ``NEWEST``, it reads the topic again
+unless it did in the last second.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import orjson
@@ -22,6 +23,11 @@ from cdc.log import Log, StartAt
 from .mapping import ColumnType
 
 log = logging.getLogger(__name__)
+
+# asked for as a table's version: the schema topic's newest record of it (read again
+# unless read in the last ``NEWEST_REREAD_S``: a joined record's rows carry no version)
+NEWEST = 1 << 62
+NEWEST_REREAD_S = 1.0
 
 
 class ColumnTypes(Protocol):
@@ -37,7 +43,9 @@ class SchemaTopicColumns:
     """``ColumnTypes`` read from a log's schema topic."""
 
     def __init__(self, event_log: Log, topic: str, group: str,
-                 reread_interval: float = 5.0) -> None:
+                 reread_interval: float = 5.0, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._log = event_log
         self._topic = topic
         self._group = group
@@ -49,17 +57,22 @@ class SchemaTopicColumns:
     def __call__(self, schema: str, table: str,
                  version: int) -> Mapping[str, ColumnType] | None:
         name = f"{schema}.{table}"
+        if version >= NEWEST:
+            if self._clock() - self._read_at >= NEWEST_REREAD_S:
+                self._read()
+            newest = self._tables.get(name)
+            return newest[1] if newest is not None else None
         known = self._tables.get(name)
         if (known is None or known[0] < version) and (
                 version > self._looked_for.get(name, -1)
-                or time.monotonic() - self._read_at >= self._reread_interval):
+                or self._clock() - self._read_at >= self._reread_interval):
             self._looked_for[name] = max(version, self._looked_for.get(name, -1))
             self._read()
             known = self._tables.get(name)
         return known[1] if known is not None else None
 
     def _read(self) -> None:
-        self._read_at = time.monotonic()
+        self._read_at = self._clock()
         if self._topic not in self._log.admin().topics():
             return
         consumer = self._log.consumer(self._group, topics=[self._topic],

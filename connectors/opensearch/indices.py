@@ -25,7 +25,7 @@ from opensearchpy.exceptions import TransportError
 from connectors.contract import SinkRejectedError
 
 from .errors import error_type_of, status_of, translate
-from .mapping import FieldMapping, index_body
+from .mapping import FieldMapping, index_body, merged
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class IndexCatalog:
             self._states.pop(state.alias, None)
             return
         state.fields.update(mappings)
-        state.mappings.update(mappings)
+        state.mappings = merged(state.mappings, mappings)
 
     def truncate(self, state: IndexState, version: int) -> IndexState:
         """Empty the alias's index by a swap to a new empty one (see the module docstring)."""

@@ -26,8 +26,12 @@ timestamps (``date``), other text (``text`` + ``keyword``; numeric text is not g
 A joined view's records (``joined_mappings``): each level's columns by their types under
 their field names, and each lookup and nested list as an ``object`` of its own table's
 fields, to any depth, so ``customer.name`` is text and ``items.price`` a number as in a
-plain view's documents. A column added to a joined table (not the root) after its
-object was mapped is mapped by OpenSearch's dynamic mapping.
+plain view's documents.
+
+A value below a field mapped as an object that its properties lack — an attribute added
+to a composite type (``ALTER TYPE … ADD ATTRIBUTE``), a column added to a joined table —
+is mapped the same way when it first appears (``new_subfields``): by its type where the
+schema records tell it, else by its value; never by OpenSearch's dynamic mapping.
 
 Every index is created with ``index.mapping.ignore_malformed``: a value a field cannot
 index (a JSON scalar in a ``flat_object``, an object in a ``text`` field, ``"NaN"`` in a
@@ -157,6 +161,82 @@ def new_fields(documents: Iterable[Mapping[str, Any]], known: Iterable[str],
                 found[field] = mapping
                 seen.add(field)
     return found
+
+
+def new_subfields(documents: Iterable[Mapping[str, Any]],
+                  mapped: Mapping[str, FieldMapping], types: Mapping[str, ColumnType],
+                  given: Mapping[str, FieldMapping] | None = None) -> dict[str, FieldMapping]:
+    """Mappings of the values of ``documents`` below fields ``mapped`` as objects that
+    their properties lack, as ``put_mapping`` properties (each new one under its
+    parents): by the field's whole mapping from ``given`` or its column's type in
+    ``types`` where that names it, else by the value (a null, unless typed: later)."""
+    objects = {name: mapping for name, mapping in mapped.items() if is_object(mapping)}
+    found: dict[str, FieldMapping] = {}
+    if not objects:
+        return found
+    given = given or {}
+    expected: dict[str, FieldMapping | None] = {}
+    for document in documents:
+        for name, mapping in objects.items():
+            value = document.get(name)
+            if value is None:
+                continue
+            if name not in expected:
+                column_type = types.get(name)
+                expected[name] = given.get(name) or (
+                    mapping_for_column(column_type) if column_type else None)
+            below = found.get(name) or {}
+            _add_unmapped(value, mapping, expected[name], below, 0)
+            if below:
+                found[name] = below
+    return found
+
+
+def _add_unmapped(value: Any, mapped: Mapping[str, Any], expected: Mapping[str, Any] | None,
+                  found: dict[str, Any], depth: int) -> None:
+    """Into ``found`` (``{"properties": …}`` of what is new below ``mapped``, an object
+    mapping): the keys of ``value`` (an object, or a list of them) ``mapped`` lacks."""
+    if depth >= _MAX_DEPTH:
+        return
+    items = value if isinstance(value, list) else (value,)
+    properties = mapped.get("properties") or {}
+    wanted = (expected or {}).get("properties") or {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        for key, sub in item.items():
+            have = properties.get(key)
+            if have is None:
+                new = found.setdefault("properties", {})
+                if key not in new:
+                    mapping = wanted.get(key) or mapping_for_value(sub)
+                    if mapping is not None:
+                        new[key] = mapping
+            elif sub is not None and is_object(have):
+                below = found.get("properties", {}).get(key) or {}
+                _add_unmapped(sub, have, wanted.get(key), below, depth + 1)
+                if below:
+                    found.setdefault("properties", {})[key] = below
+
+
+def is_object(mapping: Mapping[str, Any]) -> bool:
+    """Whether a field mapping is an object's (properties of its own, no other type)."""
+    return "properties" in mapping and mapping.get("type", "object") == "object"
+
+
+def merged(mappings: Mapping[str, FieldMapping], added: Mapping[str, FieldMapping]
+           ) -> dict[str, FieldMapping]:
+    """``mappings`` with ``added`` (``put_mapping`` properties) merged in, as OpenSearch
+    merges them: an object's new properties join its others."""
+    result = dict(mappings)
+    for name, mapping in added.items():
+        known = result.get(name)
+        if known is not None and is_object(known) and "properties" in mapping:
+            result[name] = {**known, "properties": merged(known["properties"],
+                                                          mapping["properties"])}
+        else:
+            result[name] = mapping
+    return result
 
 
 def joined_mappings(level: JoinLevel, types_of: Callable[[tuple[str, str]],

@@ -60,13 +60,29 @@ from derived import encode_key
 
 from .bulk import BulkAction, delete_action, index_action, send
 from .client import make_client
-from .columns import ColumnTypes, SchemaTopicColumns
+from .columns import NEWEST, ColumnTypes, SchemaTopicColumns
 from .config import OpenSearchSinkConfig
 from .errors import login_refusal, translate, unavailable
 from .indices import IndexCatalog, IndexState
-from .mapping import ColumnType, FieldMapping, joined_mappings, new_fields
+from .mapping import (
+    ColumnType,
+    FieldMapping,
+    is_object,
+    joined_mappings,
+    new_fields,
+    new_subfields,
+)
 from .names import index_name
-from .native_actions import KIND_NULL, NativeActions, NativeBatch, deep_vouched, vouched
+from .native_actions import (
+    KIND_ARRAY,
+    KIND_NULL,
+    KIND_OBJECT,
+    PATH_SEPARATOR,
+    NativeActions,
+    NativeBatch,
+    deep_vouched,
+    vouched,
+)
 from .unindexed import UnindexedValues, always_fitting
 
 MAX_ID_BYTES = 512
@@ -185,8 +201,9 @@ class OpenSearchSink:
         client, catalog = self._connected()
         try:
             states = [catalog.state(*self._names_of(names)) for names in rendered.tables]
-            if any(self._maps_new_fields(state, fields)
-                   for state, fields in zip(states, rendered.fields, strict=True)):
+            if any(self._maps_new_fields(state, fields) or _unmapped_below(state, deep, fields)
+                   for state, fields, deep in zip(states, rendered.fields, rendered.deep,
+                                                  strict=True)):
                 return None  # mapped by the Python path
             newest_truncate = max((state.truncate_version for state in states), default=0)
             if newest_truncate and min(item.version for item in batch) < newest_truncate:
@@ -320,19 +337,39 @@ class OpenSearchSink:
                 if doc.get("found")}
 
     def _map_new_fields(self, planned: list[Planned], catalog: IndexCatalog) -> None:
-        """Map the fields of this batch's documents that their index does not have yet."""
+        """Map the fields of this batch's documents that their index does not have yet,
+        and the values below its objects that their properties lack (``new_subfields``),
+        by the types of the newest schema version among them."""
         pending: dict[str, tuple[IndexState, Upsert, list[Mapping[str, Any]]]] = {}
+        has_objects: dict[str, bool] = {}
         for item in planned:
-            document, state = item.document, item.state
-            if document is None or not isinstance(item.change, Upsert):
+            document, state, change = item.document, item.state, item.change
+            if document is None or not isinstance(change, Upsert):
                 continue
-            if not state.fields.issuperset(document):
-                pending.setdefault(state.alias, (state, item.change, []))[2].append(document)
+            objects = has_objects.get(state.alias)
+            if objects is None:
+                objects = has_objects[state.alias] = any(map(is_object,
+                                                             state.mappings.values()))
+            if objects or not state.fields.issuperset(document):
+                known = pending.get(state.alias)
+                if known is None:
+                    pending[state.alias] = (state, change, [document])
+                    continue
+                if _schema_version(change) > _schema_version(known[1]):
+                    pending[state.alias] = (state, change, known[2])
+                known[2].append(document)
         for state, change, documents in pending.values():
-            fields = new_fields(documents, state.fields, self._types(change),
-                                self._joined_fields(change))
-            if fields:
-                catalog.add_fields(state, fields)
+            # whether anything is new first (by value alone), then by the types
+            below = new_subfields(documents, state.mappings, {})
+            if not below and all(map(state.fields.issuperset, documents)):
+                continue
+            types, given = self._types(change), self._joined_fields(change)
+            if below and given:  # a joined table's new column: its type is the newest
+                given = self._joined_fields(change, newest=True)
+            below = new_subfields(documents, state.mappings, types, given)
+            fields = new_fields(documents, state.fields, types, given)
+            if fields or below:
+                catalog.add_fields(state, {**below, **fields})
 
     def _count_unindexed(self, planned: list[Planned], rejected: list[Rejection]) -> None:
         """Count the values of the written documents their fields cannot index."""
@@ -344,24 +381,57 @@ class OpenSearchSink:
         for alias, (state, documents) in by_alias.items():
             self._unindexed.observe(alias, state.mappings, documents)
 
-    def _joined_fields(self, change: Upsert) -> Mapping[str, FieldMapping]:
-        """The mappings of a joined view's record (``{}`` for other changes)."""
+    def _joined_fields(self, change: Upsert, *, newest: bool = False
+                       ) -> Mapping[str, FieldMapping]:
+        """The mappings of a joined view's record (``{}`` for other changes), by the
+        column types known, or with ``newest`` those of the schema topic's newest
+        records (read again: a record's joined rows carry no schema version)."""
         join = self._joined.get(change.view.target) if change.view is not None else None
         column_types = self._column_types
         if join is None or column_types is None:
             return {}
-        return joined_mappings(join, lambda table: column_types(*table, 0))
+        version = NEWEST if newest else 0
+        return joined_mappings(join, lambda table: column_types(*table, version))
 
     def _types(self, change: Upsert) -> Mapping[str, ColumnType]:
         """Field → column type, where the schema topic tells the column's type."""
         if self._column_types is None:
             return {}
-        version = int(change.event.event.get("schema_version") or 0)
+        version = _schema_version(change)
         columns = self._column_types(change.names.schema, change.names.table, version) or {}
         if change.view is None:
             return columns
         return {name: type_name for column, type_name in columns.items()
                 if (name := change.view.field_of(column)) is not None}
+
+
+def _schema_version(change: Upsert) -> int:
+    return int(change.event.event.get("schema_version") or 0)
+
+
+def _unmapped_below(state: IndexState, deep: Mapping[str, int] | None,
+                    kinds: Mapping[str, int]) -> bool:
+    """True when a value of a natively rendered batch (its ``deep`` paths, else its
+    top-level ``kinds``) may lie below an object of ``state``'s mappings that lacks it
+    (``new_subfields`` then maps it): a path holding more than nulls and empty lists
+    (which nothing maps by value: else every such batch would come back), whose parents
+    are all mapped objects and whose last name is not among their properties."""
+    mappings = state.mappings
+    if deep is None:  # paths not told: any object value in an object field may
+        return any(bits & (KIND_OBJECT | KIND_ARRAY) and is_object(mappings.get(name) or {})
+                   for name, bits in kinds.items())
+    for path, bits in deep.items():
+        if not bits & ~(KIND_NULL | KIND_ARRAY) or PATH_SEPARATOR not in path:
+            continue
+        names = path.split(PATH_SEPARATOR)
+        mapping = mappings.get(names[0])
+        for name in names[1:]:
+            if mapping is None or not is_object(mapping):
+                break
+            mapping = mapping["properties"].get(name)
+            if mapping is None:
+                return True
+    return False
 
 
 def _addresses(hosts: Sequence[Any]) -> str:

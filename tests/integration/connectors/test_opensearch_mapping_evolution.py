@@ -3,12 +3,14 @@
 Real PostgreSQL, capture, log, connector runtime and OpenSearch: columns added mid-stream
 are mapped from the schema topic's column types the moment their first document is
 written (even when that value is null, or a numeric string a value-based guess would map
-as text), and a type change the existing field cannot hold is a dead letter naming it.
+as text), so are attributes added to a composite type, and a type change the existing
+field cannot hold is a dead letter naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +35,11 @@ def search(opensearch_url: str, unique_name: str) -> Iterator[OpenSearch]:
     client.close()
 
 
-def _connectors(name: str, opensearch_url: str) -> str:
+def _connectors(name: str, opensearch_url: str, table: str = "products") -> str:
     return f"""
   - name: search
     type: opensearch
-    topics: [{name}.public.products]
+    topics: [{name}.public.{table}]
     batch_timeout: 50ms
     batch_size: 100
     config:
@@ -121,6 +123,78 @@ def test_new_columns_are_mapped_by_their_type(make_harness: MakeHarness, search:
     wait_until(lambda: _sources(search, alias)["1"]["qty"] == 1099511627776, timeout=60,
                what="the bigint value indexed")
     assert _properties(search, alias)["qty"] == {"type": "long", "ignore_malformed": True}
+
+
+def test_attributes_added_to_a_composite_are_mapped_by_their_type(
+        make_harness: MakeHarness, search: OpenSearch, unique_name: str,
+        opensearch_url: str) -> None:
+    """``ALTER TYPE … ADD ATTRIBUTE`` while streaming: the object of a composite column gets
+    the new attributes' mappings from their types (a numeric's text a keyword with a
+    double, a timestamp a date), not OpenSearch's dynamic guesses (text for both)."""
+    harness = make_harness("CREATE TYPE pair AS (a int, b text);"
+                           "CREATE TABLE things (id int PRIMARY KEY, p pair)",
+                           _connectors(unique_name, opensearch_url, "things"))
+    alias = f"{unique_name}_things"
+    harness.start_capture()
+    harness.start_connector("search")
+    harness.execute("INSERT INTO things VALUES (1, ROW(1, 'one'))")
+    _wait_for_ids(harness, search, alias, {"1"})
+    assert set(_properties(search, alias)["p"]["properties"]) == {"a", "b"}
+
+    harness.execute("ALTER TYPE pair ADD ATTRIBUTE price numeric(10,2),"
+                    " ADD ATTRIBUTE seen_at timestamptz")
+    harness.execute("INSERT INTO things VALUES (2, ROW(2, 'two', 12.50,"
+                    " '2026-11-30 10:00:00+00'))")
+    docs = _wait_for_ids(harness, search, alias, {"2"})
+    assert docs["2"]["p"]["price"] == "12.50"
+
+    pair = _properties(search, alias)["p"]["properties"]
+    assert pair["a"] == {"type": "long", "ignore_malformed": True}
+    assert pair["price"] == {"type": "keyword", "fields": {
+        "double": {"type": "double", "ignore_malformed": True}}}
+    assert pair["seen_at"]["type"] == "date"
+    ranged = search.search(index=alias, body={
+        "query": {"range": {"p.price.double": {"gte": 10}}}})
+    assert [hit["_id"] for hit in ranged["hits"]["hits"]] == ["2"]
+
+
+def test_a_column_added_to_a_joined_table_is_mapped_by_its_type(
+        make_harness: MakeHarness, search: OpenSearch, unique_name: str,
+        opensearch_url: str, tmp_path: Path) -> None:
+    """A column added to a lookup's table appears in the joined documents' object
+    (``customer.since``) mapped by its type (a date), not by OpenSearch's guess (text)."""
+    name = unique_name
+    harness = make_harness(
+        "CREATE TABLE customers (id int PRIMARY KEY, name text);"
+        "CREATE TABLE orders (id int PRIMARY KEY, customer_id int, status text)", f"""
+  - name: search
+    type: opensearch
+    topics: [{name}.public.orders, {name}.public.customers]
+    batch_timeout: 50ms
+    config:
+      hosts: [{opensearch_url}]
+      join_state_dir: {tmp_path / "state"}
+      joins:
+        - source: public.orders
+          target: {name}_orders
+          lookups:
+            - {{name: customer, source: public.customers, on: {{customer_id: id}}}}
+""")
+    alias = f"{name}_orders"
+    harness.start_capture()
+    harness.start_connector("search")
+    harness.execute("INSERT INTO customers VALUES (1, 'Ada')",
+                    "INSERT INTO orders VALUES (10, 1, 'new')")
+    _wait_for_ids(harness, search, alias, {"10"})
+    customer = _properties(search, alias)["customer"]["properties"]
+    assert customer["name"]["type"] == "text" and "since" not in customer
+
+    harness.execute("ALTER TABLE customers ADD COLUMN since date")
+    harness.execute("UPDATE customers SET since = '2026-11-30' WHERE id = 1")
+    wait_until(lambda: _sources(search, alias)["10"]["customer"].get("since") == "2026-11-30",
+               timeout=60, what="the new column in the joined document")
+    customer = _properties(search, alias)["customer"]["properties"]
+    assert customer["since"]["type"] == "date", customer
 
 
 def test_a_type_change_the_field_cannot_hold_keeps_the_document(
