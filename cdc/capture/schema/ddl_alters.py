@@ -4,7 +4,8 @@ The ``ddl_command_end`` message (``ddl``) names the objects a command touched. A
 ``ALTER TABLE`` the rows of such a table may hold values nobody wrote (``rewrites``);
 with the message the capture compares the table's columns in the catalog with the
 schema version the log recorded at once, instead of at the table's next row change
-(whose Relation message shows the new columns too).
+(whose Relation message shows the new columns too). An ``ALTER TYPE`` message makes it
+read the composite types again at once (``alters_a_type``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ log = logging.getLogger(__name__)
 
 COMMAND_EVENT = "ddl_command_end"
 ALTER_TAG = "ALTER TABLE"
+ALTER_TYPE_TAG = "ALTER TYPE"
+
+
+def alters_a_type(content: bytes) -> bool:
+    """Whether a DDL message is an ``ALTER TYPE`` (a composite's attributes may have
+    changed: PostgreSQL sends no message of its own for that); False for anything else."""
+    try:
+        message = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    return (isinstance(message, dict) and message.get("event") == COMMAND_EVENT
+            and message.get("tag") == ALTER_TYPE_TAG)
 
 
 def altered_tables(content: bytes) -> list[str]:

@@ -191,6 +191,24 @@ class ShapeRegistry:
         now = time.monotonic()
         if now - self._types_checked_at < TYPES_RECHECK_EVERY_S:
             return None
+        changed = self._recheck_types(now)
+        if not changed:
+            return None
+        types = self._column_types.get(relation_oid, ())
+        if index >= len(types) or not self.catalog.depends_on(types[index], changed):
+            return None
+        return self._shapes[relation_oid]
+
+    def type_altered(self) -> None:
+        """An ``ALTER TYPE`` the optional DDL capture reported (its transaction committed):
+        ``recheck_shape``'s work at once, not at the first value that does not fit, so
+        the tables holding a composite it changed get their new schema version (and are
+        read again) even when nobody writes them."""
+        self._recheck_types(time.monotonic())
+
+    def _recheck_types(self, now: float) -> set[int]:
+        """Read the composite types again; rebuild the shapes built from a changed one
+        (a new schema version each, recorded by ``take_rechecked``). The changed types."""
         self._types_checked_at = now
         try:
             changed = outlast_ddl(lambda: self.catalog.refresh_composites(self._conn),
@@ -201,9 +219,9 @@ class ShapeRegistry:
             log.warning("cannot read the composite types again (%s: %s): values that do "
                         "not fit them are kept as PostgreSQL's text", type(exc).__name__,
                         str(exc).strip())
-            return None
+            return set()
         if not changed:
-            return None
+            return changed
         for oid, shape in list(self._shapes.items()):
             types = self._column_types.get(oid, ())
             altered = tuple(name for name, type_oid in zip(shape.columns, types, strict=False)
@@ -215,10 +233,7 @@ class ShapeRegistry:
                 self.generation += 1
                 log.info("a composite type of %s.%s changed: its codecs were rebuilt, "
                          "schema version %d", shape.schema, shape.table, version)
-        types = self._column_types.get(relation_oid, ())
-        if index >= len(types) or not self.catalog.depends_on(types[index], changed):
-            return None
-        return self._shapes[relation_oid]
+        return changed
 
     def _new_version(self, oid: int, current: int, altered: tuple[str, ...]) -> int:
         """The next schema version of relation ``oid`` (the types of its ``altered``

@@ -40,7 +40,7 @@ from ..events import (
 )
 from ..lsn import message_commit_lsn
 from ..schema.ddl import DDL_PREFIX
-from ..schema.ddl_alters import altered_tables
+from ..schema.ddl_alters import altered_tables, alters_a_type
 from ..schema.ddl_drops import dropped_tables
 from ..schema.rewrites import Signature, signature_of
 from ..schema.shapes import ShapeRegistry
@@ -329,6 +329,9 @@ class TransactionAssembler:
                     at = self._open.commit.commit_lsn
                     self.altered += (TableAltered(identity, at)
                                      for identity in altered_tables(message.content))
+                    if alters_a_type(message.content):  # its tables' new schema versions,
+                        self.shapes.type_altered()  # and their rows read again, at once
+                        self._emit([], message.xid, wal_lsn)
         else:
             at = message_commit_lsn(message.lsn)  # before a transaction committed after it
             commit = CommitInfo(self._db_json, at, 0, "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 import psycopg
@@ -138,3 +139,38 @@ def test_with_the_ddl_capture_a_migration_is_read_again_before_any_write(
                if "reading the table again" in r.getMessage()]
     assert len(started) == 2, started
     assert "dropped note" in started[0] and "added flag" in started[1], started
+
+
+def test_with_the_ddl_capture_an_altered_type_is_recorded_and_read_again_before_any_write(
+        capture_env: CaptureEnv, run_capture: Callable[..., Capture]) -> None:
+    """PostgreSQL announces no ``ALTER TYPE … ADD ATTRIBUTE``; with the DDL capture its
+    message alone gives the table its new schema version and reads its rows again."""
+    env = capture_env
+    require_messages(env.dsn, "the DDL capture (cdc ddl install)")
+    env.sql("CREATE TYPE pair AS (a int, b int)",
+            "CREATE TABLE pairs (id int PRIMARY KEY, p pair)")
+    with psycopg.connect(env.dsn, autocommit=True) as conn:
+        install(conn)
+    run_capture()
+    env.sql("INSERT INTO pairs VALUES (1, ROW(1, 2)), (2, ROW(3, 4))")
+    assert len(env.wait_for("pairs", 2)) == 2
+
+    env.sql("ALTER TYPE pair ADD ATTRIBUTE c int CASCADE")  # nobody writes pairs after it
+    _reread_after(env, "public.pairs", 0)
+    events: list[dict[str, Any]] = env.values("pairs")
+    first = events[0]["schema_version"]
+    reread = {e["key"]["id"]: e for e in events[2:]}
+    assert sorted(reread) == [1, 2] and {e["op"] for e in reread.values()} == {"r"}
+    assert reread[1]["after"]["p"] == {"a": 1, "b": 2, "c": None}
+    assert reread[2]["after"]["p"] == {"a": 3, "b": 4, "c": None}
+    assert {e["schema_version"] for e in reread.values()} == {first + 1}
+    log = env.open_log()
+    try:
+        recorded = [orjson.loads(m.value) for m in log.read_to_end(f"{env.slot}._schemas")]
+    finally:
+        log.close()
+    latest = max((r for r in recorded if r["table"] == "pairs"),
+                 key=lambda record: record["schema_version"])
+    detail = {c["name"]: c["type_detail"] for c in latest["columns"]}["p"]
+    assert latest["schema_version"] == first + 1
+    assert [a["name"] for a in detail["attributes"]] == ["a", "b", "c"]

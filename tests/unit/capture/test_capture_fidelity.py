@@ -16,7 +16,16 @@ import pytest
 from cdc.capture.codecs import TypeCatalog, TypeInfo, composite_codec, decode_int
 from cdc.capture.events import TableShape, read_event, update_events
 from cdc.capture.fallbacks import FALLBACKS, DecodeFallbacks
-from cdc.capture.pgoutput import UNCHANGED_TOAST, Begin, Column, Commit, Insert, Relation
+from cdc.capture.pgoutput import (
+    UNCHANGED_TOAST,
+    Begin,
+    Column,
+    Commit,
+    Insert,
+    LogicalMessage,
+    Relation,
+)
+from cdc.capture.schema.ddl import DDL_PREFIX
 from cdc.capture.schema.event_schema import EVENT_JSON_SCHEMA
 from cdc.capture.schema.shapes import ShapeRegistry
 from cdc.capture.stream.spool import StreamSpool
@@ -168,6 +177,43 @@ def test_a_composite_type_altered_gets_a_schema_version_recorded_before_its_valu
     # the Relation again (a new session): its columns are those of version 2
     assembler.feed(relation, 0x2F0)
     assert not assembler.shapes.has_rechecked and assembler.shapes.get(7).schema_version == 2
+
+
+def test_an_alter_type_message_records_the_new_version_and_rereads_without_a_value(
+        tmp_path: Path) -> None:
+    """With the DDL capture, the ``ALTER TYPE``'s message alone (nobody writes the table
+    after it) reads the composite types again: the new schema version is recorded, in
+    the transaction of the DDL, and the table is read again."""
+    pair = TypeInfo(16400, "public", "pair", "composite", attributes=(("a", INT4), ("b", INT4)))
+    assembler = _assembler(tmp_path)
+    assembler.topic_of_prefix[DDL_PREFIX] = "app._ddl"
+    catalog = assembler.shapes.catalog = _AlterableCatalog({16400: pair})
+    relation = Relation(7, "public", "pairs", "d",
+                        (Column(True, "id", INT4, -1), Column(False, "p", 16400, -1)))
+    _transaction(assembler, 1, relation, Insert(7, ("1", "(1,2)")))
+    catalog.server[16400] = replace(pair, attributes=(*pair.attributes, ("c", INT4)))
+
+    def ddl(tag: str) -> LogicalMessage:
+        content = orjson.dumps({"event": "ddl_command_end", "tag": tag, "command": "…",
+                                "objects": [{"type": "composite type",
+                                             "identity": "public.pair"}]})
+        return LogicalMessage(True, 0x1F0, DDL_PREFIX, content)
+
+    _transaction(assembler, 2, ddl("CREATE INDEX"))
+    assert not assembler.rewritten, "another DDL: the types are not read again"
+    _transaction(assembler, 3, ddl("ALTER TYPE"))
+    records = [(r.topic.rsplit(".", 1)[-1], orjson.loads(r.value)) for r in assembler.ready]
+    assert [topic for topic, _ in records] == [
+        "_schemas", "pairs", "_ddl", "_ddl", "_schemas"]
+    recorded = records[-1][1]
+    assert recorded["schema_version"] == 2 and recorded["since_lsn"] == 0x300
+    detail = {c["name"]: c.get("type_detail") for c in recorded["columns"]}["p"]
+    assert [a["name"] for a in detail["attributes"]] == ["a", "b", "c"]
+    assert assembler.rewritten == [RowsRewritten(
+        "public.pairs", "altered the composite type of p", 0x300, None)]
+    _transaction(assembler, 4, Insert(7, ("2", "(3,4,5)")))
+    assert _events(assembler)[-1]["after"]["p"] == {"a": 3, "b": 4, "c": 5}
+    assert _events(assembler)[-1]["schema_version"] == 2
 
 
 def test_a_key_change_under_replica_identity_full_is_completed_from_the_old_row() -> None:
