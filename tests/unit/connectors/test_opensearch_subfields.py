@@ -21,9 +21,7 @@ from connectors.opensearch.mapping import (
 from connectors.opensearch.sink import _unmapped_below
 from tests.reference.field_kinds import deep_kinds_of, kind_of
 
-
-def base(name: str) -> dict[str, Any]:
-    return {"type": f"pg_catalog.{name}", "kind": "base"}
+from .test_opensearch_typed_mapping import base
 
 
 def pair(*attributes: tuple[str, str]) -> dict[str, Any]:
