@@ -207,11 +207,10 @@ def _add_unmapped(value: Any, mapped: Mapping[str, Any], expected: Mapping[str, 
         for key, sub in item.items():
             have = properties.get(key)
             if have is None:
-                new = found.setdefault("properties", {})
-                if key not in new:
+                if key not in found.get("properties", {}):
                     mapping = wanted.get(key) or mapping_for_value(sub)
-                    if mapping is not None:
-                        new[key] = mapping
+                    if mapping is not None:  # a null untyped: nothing to map yet
+                        found.setdefault("properties", {})[key] = mapping
             elif sub is not None and is_object(have):
                 below = found.get("properties", {}).get(key) or {}
                 _add_unmapped(sub, have, wanted.get(key), below, depth + 1)

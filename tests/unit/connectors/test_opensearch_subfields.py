@@ -47,6 +47,7 @@ def test_without_a_type_the_value_decides_and_a_null_waits() -> None:
         "price": TEXT, "n": LONG}}}
     assert new_subfields([{"p": {"a": 1, "b": "x"}}, {"p": None}, {"id": 3}], MAPPED,
                          {}) == {}
+    assert new_subfields([{"p": {"a": 1, "later": None}}], MAPPED, {}) == {}
 
 
 def test_deeper_objects_and_lists_of_objects_are_followed() -> None:
