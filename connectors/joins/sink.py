@@ -51,7 +51,7 @@ from connectors.contract import (
 from derived import JoinedView
 
 from .stage import JoinStage
-from .store import HeldBatchesLost, JoinStore, Table, table_id
+from .store import HeldBatchesLost, JoinStore, Table, key_json, table_id
 
 log = logging.getLogger(__name__)
 
@@ -410,8 +410,9 @@ class JoinedSink:
             schema, table = view.table
             topic = self._topic_of(schema, table)
             source = {"schema": schema, "table": table}
-            for key, record in self.stage.records(view, [key for _, key in keyed]):
+            for stored, record in self.stage.records(view, [key for _, key in keyed]):
                 version = first + len(records)
+                key = key_json(stored)
                 event = {"op": "d" if record is None else "u", "key": orjson.loads(key),
                          "before": None, "after": record, "source": source}
                 message = Message(topic, 0, -1, now, key, orjson.dumps(event),

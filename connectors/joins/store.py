@@ -4,7 +4,9 @@ SQLite (the standard library's ``sqlite3``) holds, in one file per connector:
 
 - ``rows``: the current row of every key of every joined table (JSON, as the events
   carry it) and the source position it is from, so a change to one row can be joined
-  with the others;
+  with the others. Keys are stored in the order of their numbers (``key_bytes``), so
+  one order's items and one customer's orders sit on neighbouring pages (a store whose
+  keys were JSON alone has them stored again once, when it opens);
 - ``truncated``: the position of each table's last truncate: it removes the rows from
   before it, and events from before it that are read later (from other partitions)
   are ignored;
@@ -100,8 +102,40 @@ def columns_id(columns: Sequence[str]) -> str:
 
 
 def key_bytes(key: dict[str, Any]) -> bytes:
-    """The stored form of a row's key (its JSON, columns in the event's order)."""
-    return _compact(orjson.dumps(key))
+    """The stored form of a row's key: its JSON (columns in the event's order), after one
+    letter when its first value is a non-negative integer (``a``: one
+    digit, ``b``: two, ...). The store's tables are ordered by key, and JSON text orders
+    ``{"id":10}`` before ``{"id":9}``: the letter puts keys of one column in the order of
+    their numbers, so the rows of neighbouring ids (one order's items, one customer's
+    orders) share pages. ``key_json`` gives the JSON back."""
+    made = orjson.dumps(key)
+    first = next(iter(key.values()), None)
+    if type(first) is int and first >= 0 and (digits := len(str(first))) <= _KEY_DIGITS:
+        return b"%c%b" % (_KEY_LETTERS + digits, made)
+    return _compact(made)
+
+
+def key_json(stored: bytes) -> bytes:
+    """The JSON of a key stored as ``key_bytes`` made it."""
+    return stored if stored[0] == _KEY_JSON else stored[1:]
+
+
+def _stored_again(stored: bytes) -> bytes:
+    """A key stored as its JSON alone (a store from before ``key_bytes``'s letters) in
+    today's form; one in today's form as it is."""
+    return key_bytes(orjson.loads(stored)) if stored[0] == _KEY_JSON else stored
+
+
+_KEY_JSON = ord("{")
+_KEY_LETTERS = ord("a") - 1  # + the number of digits: a letter before "{"
+_KEY_DIGITS = 26
+_KEY_ORDER = "key_order"  # ``meta``: the store's keys are in ``key_bytes``'s form
+_REKEY = (  # a store's keys in ``key_bytes``'s form (``_stored_again``)
+    "UPDATE rows SET key = stored_again(key)",
+    "UPDATE set_links SET key = stored_again(key)",
+    "UPDATE pending SET key = stored_again(key)",
+    "UPDATE incomplete SET key = stored_again(key)",
+)
 
 
 def _compact(made: bytes) -> bytes:
@@ -143,7 +177,19 @@ class JoinStore:
         self._set_ids: dict[tuple[str, str], int] = {}
         self._set_of: dict[tuple[Table, tuple[str, ...]], int] = {}  # ``_set_id``'s answers
         self._held = False  # a transaction is open across batches (``batch``)
+        self._order_keys()
         self.reindexed = self._reindex(sorted(set(indexes)))
+
+    def _order_keys(self) -> None:
+        """Put the keys of a store written before ``key_bytes``'s letters in their form
+        (once: ``meta`` then says so)."""
+        if self._db.execute("SELECT 1 FROM meta WHERE name = ?", (_KEY_ORDER,)).fetchone():
+            return
+        self._db.create_function("stored_again", 1, _stored_again, deterministic=True)
+        with self.transaction():
+            for statement in _REKEY:
+                self._db.execute(statement)
+            self._db.execute("INSERT INTO meta (name, value) VALUES (?, 1)", (_KEY_ORDER,))
 
     def _reindex(self, indexes: list[tuple[Table, tuple[str, ...]]]) -> set[str]:
         """Make ``set_links`` index exactly the configured join columns (a join's ``on``
@@ -453,7 +499,7 @@ class JoinStore:
         for key in self.matching_keys(table, columns, values):
             row = self.row(table, key)
             if row is not None:
-                found.append((orjson.loads(key), row))
+                found.append((orjson.loads(key_json(key)), row))
         return found
 
     def matching_keys(self, table: Table, columns: tuple[str, ...],
@@ -538,7 +584,7 @@ class JoinStore:
             (table_id(table), self._set_id(table, columns), *_values_in(values))).fetchall()
         if not found:
             return {}
-        keys = orjson.loads(b"[%b]" % b",".join([key for _, key, _ in found]))
+        keys = orjson.loads(b"[%b]" % b",".join([key_json(key) for _, key, _ in found]))
         rows = orjson.loads(b"[%b]" % b",".join([row for _, _, row in found]))
         matched: dict[LinkValue, list[Keyed]] = {}
         for (value, _, _), key, row in zip(found, keys, rows, strict=True):

@@ -14,7 +14,7 @@ import orjson
 from cdc.log import Position
 from connectors.joins import JoinStage, JoinStore
 from connectors.joins.stage import store_indexes
-from connectors.joins.store import key_bytes, link_value
+from connectors.joins.store import key_bytes, key_json, link_value
 from derived import JoinedView
 
 ITEMS = ("public", "items")
@@ -103,11 +103,11 @@ def _earlier_store(path: Path) -> None:
         for key in range(10):
             row = {"id": key, "order_id": key // 3, "product_id": f"p{key % 2}"}
             db.execute("INSERT INTO rows VALUES ('public.items', ?, ?, 1, ?)",
-                       (key_bytes({"id": key}), orjson.dumps(row), key))
+                       (orjson.dumps({"id": key}), orjson.dumps(row), key))
             for column in ("order_id", "product_id"):
                 db.execute("INSERT INTO links VALUES ('public.items', ?, ?, ?)",
                            (f'["{column}"]', orjson.dumps([row[column]]),
-                            key_bytes({"id": key})))
+                            orjson.dumps({"id": key})))
         db.executemany("INSERT INTO indexes VALUES ('public.items', ?)",
                        [('["order_id"]',), ('["product_id"]',)])
 
@@ -163,3 +163,60 @@ def test_lookups_of_equal_python_values_of_other_json_types_find_their_own_rows(
     assert [record["customer"]["name"] for _, record in records if record is not None] == [
         "c0", "c1", "c2", "c3", "c0", "c1", "c2"]
     store.close()
+
+
+def test_keys_of_one_integer_column_are_stored_in_the_order_of_their_numbers(
+        tmp_path: Path) -> None:
+    """Neighbouring ids share the store's pages: ``{"id":10}`` after ``{"id":9}``, as
+    numbers, not as JSON text; any key's JSON comes back."""
+    numbers = [0, 1, 9, 10, 99, 100, 12345, 2 ** 63 - 1, 2 ** 64 - 1]
+    assert sorted(numbers, key=lambda n: key_bytes({"id": n})) == numbers
+    keys: list[dict[str, Any]] = [{"id": n} for n in numbers] + [
+        {"id": -5}, {"id": True}, {"id": "9"}, {"id": 1.5},
+        {"order_id": 12, "line": 3}, {"a": None}]
+    for key in keys:
+        assert key_json(key_bytes(key)) == orjson.dumps(key)
+    store = JoinStore(tmp_path / "joins.sqlite", [(ITEMS, ("order_id",))])
+    with store.transaction():
+        for number in random.Random(7).sample(range(1, 2001), 2000):
+            store.put(ITEMS, key_bytes({"id": number}), {"id": number, "order_id": number // 3},
+                      None, Position(1, number))
+    stored = [orjson.loads(key_json(key))["id"] for (key,) in store._db.execute(
+        "SELECT key FROM rows WHERE tbl = 'public.items'")]  # in the table's key order
+    assert stored == list(range(1, 2001))
+    assert [key for key, _ in store.matching_many(ITEMS, ("order_id",), [100])[100]] == [
+        {"id": 300}, {"id": 301}, {"id": 302}]
+    store.close()
+
+
+def test_a_store_of_keys_as_json_alone_has_them_stored_again_once(tmp_path: Path) -> None:
+    """A store written before the keys' letters: its rows, links, pending records and
+    waiting inserts are found again by today's keys, and its records are unchanged."""
+    path = tmp_path / "joins.sqlite"
+    store = JoinStore(path, [(ITEMS, ("order_id",))])
+    with store.transaction():
+        for number in range(1, 31):
+            store.put(ITEMS, key_bytes({"id": number}), {"id": number, "order_id": number // 3},
+                      None, Position(1, number))
+        store.add_pending("items", [key_bytes({"id": 12})])
+        store.wait_for_delete(ITEMS, Position(2, 1), key_bytes({"id": 30}), ["note"])
+    store.close()
+    with sqlite3.connect(path) as db:  # what the earlier code wrote: the JSON alone
+        for statement in ("UPDATE rows SET key = substr(key, 2)",
+                          "UPDATE set_links SET key = substr(key, 2)",
+                          "UPDATE pending SET key = substr(key, 2)",
+                          "UPDATE incomplete SET key = substr(key, 2)"):
+            db.execute(statement)
+        db.execute("DELETE FROM meta WHERE name = 'key_order'")
+    assert b'{"id":12}' in {key for (key,) in sqlite3.connect(path).execute(
+        "SELECT key FROM rows")}
+    again = JoinStore(path, [(ITEMS, ("order_id",))])
+    assert again.reindexed == set()
+    assert again.row(ITEMS, key_bytes({"id": 12})) == {"id": 12, "order_id": 4}
+    assert again.matching_keys(ITEMS, ("order_id",), (4,)) == [
+        key_bytes({"id": number}) for number in (12, 13, 14)]
+    assert again.pending() == {"items": [key_bytes({"id": 12})]}
+    assert again.waiting_insert(ITEMS, Position(2, 1)) == (key_bytes({"id": 30}), ["note"])
+    again.close()
+    stored = {key for (key,) in sqlite3.connect(path).execute("SELECT key FROM rows")}
+    assert stored == {key_bytes({"id": number}) for number in range(1, 31)}

@@ -20,6 +20,7 @@ from connectors.contract import Sink, SinkEvent, SinkStateLostError, WriteResult
 from connectors.joins import JoinedSink, JoinStage, JoinStore
 from connectors.joins.sink import SplitJoinError
 from connectors.joins.stage import store_indexes
+from connectors.joins.store import key_bytes, key_json
 from derived import JoinedView, RowsInMemory, build_record
 
 SHOP = JoinedView.model_validate({
@@ -137,9 +138,9 @@ def _materialize(stage: JoinStage, documents: dict[str, dict[bytes, dict[str, An
     for target, keys in stage.store.pending().items():
         for key, record in stage.records(views[target], keys):
             if record is None:
-                documents[target].pop(key, None)
+                documents[target].pop(key_json(key), None)
             else:
-                documents[target][key] = record
+                documents[target][key_json(key)] = record
     with stage.store.transaction():
         stage.store.clear_pending()
 
@@ -212,7 +213,7 @@ def test_a_rolled_back_batch_leaves_nothing(tmp_path: Path) -> None:
 def test_rows_and_links_written_at_the_commit_are_read_before_it(tmp_path: Path) -> None:
     store = JoinStore(tmp_path / "joins.sqlite", [(("public", "items"), ("order_id",))])
     items = ("public", "items")
-    one, two = b'{"id":1}', b'{"id":2}'
+    one, two = key_bytes({"id": 1}), key_bytes({"id": 2})
     with store.transaction():
         store.put(items, one, {"id": 1, "order_id": 7}, None, Position(1, 0))
         assert store.matching_keys(items, ("order_id",), (7,)) == [one]  # not yet in SQL
@@ -482,8 +483,8 @@ def test_loading_batches_share_a_transaction_and_a_failed_one_is_undone_alone(
     with pytest.raises(OSError):
         sink.write(_loading("orders", [7, 8, 9], 6))
     monkeypatch.setattr(JoinStage, "apply", apply)
-    assert store.held and store.row(("public", "orders"), b'{"id":7}') is None
-    assert store.row(("public", "orders"), b'{"id":6}') is not None  # the held ones stay
+    assert store.held and store.row(("public", "orders"), key_bytes({"id": 7})) is None
+    assert store.row(("public", "orders"), key_bytes({"id": 6})) is not None  # the held ones stay
     sink.write(_loading("orders", [7, 8, 9], 6))  # the retry
     sink.write(_loading("customers", [1], 0))  # not full: caught up, records written
     assert not store.held
@@ -526,7 +527,7 @@ def test_held_batches_lost_stop_the_sink_and_are_read_again_from_the_store(
     store._db = cast(sqlite3.Connection, _CommitFails(store._db))
     with pytest.raises(SinkStateLostError, match="disk I/O error"):
         sink.write(_loading("orders", [4, 5, 6], 3))  # 6 events held: committed, failing
-    assert not store.held and store.row(("public", "orders"), b'{"id":1}') is None
+    assert not store.held and store.row(("public", "orders"), key_bytes({"id": 1})) is None
     with pytest.raises(SinkStateLostError):  # never applied over the gap
         sink.write(_loading("orders", [7], 6))
     with pytest.raises(SinkStateLostError):
@@ -559,7 +560,7 @@ def test_a_failing_store_is_retried_and_never_the_events_fault(
     batch = _loading("orders", [1, 2], 0)
     with pytest.raises(SinkUnavailableError, match="state store failed: database is locked"):
         sink.write(batch)
-    assert store.row(("public", "orders"), b'{"id":1}') is None and inner.written == []
+    assert store.row(("public", "orders"), key_bytes({"id": 1})) is None and inner.written == []
     monkeypatch.setattr(JoinStage, "apply", apply)
     sink.write(batch)  # the retry: applied, its records written
     assert sorted(item.event["key"]["id"] for item in inner.written) == [1, 2]
