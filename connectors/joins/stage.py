@@ -87,9 +87,11 @@ class JoinStage:
 
     def preload(self, events: Sequence[tuple[SinkEvent, Table]], touch: bool = True) -> None:
         """Read together, before the events are applied, the stored rows of their keys,
-        then (to ``touch`` the records they join) the keys of the rows their old and new
-        rows join one level up (an item's order): ``apply`` then finds them without a
-        query each."""
+        then the keys of the rows their old and new rows join one level up (an item's
+        order): ``apply`` then finds them without a query each. Not to ``touch`` (an
+        initial load's snapshot reads): nothing (``apply`` reads nothing then)."""
+        if not touch:
+            return
         keys: dict[Table, list[bytes]] = {}
         for item, table in events:
             key = item.event.get("key")
@@ -97,8 +99,6 @@ class JoinStage:
                 keys.setdefault(table, []).append(key_bytes(key))
         for table, found in keys.items():
             self.store.preload(table, found)
-        if not touch:
-            return
         joined: dict[tuple[Table, tuple[str, ...]], list[tuple[Any, ...]]] = {}
         for item, table in events:
             levels = self._levels.get(table)
@@ -123,8 +123,9 @@ class JoinStage:
 
     def apply(self, event: SinkEvent, table: Table, touch: bool = True) -> int:
         """Apply one event of ``table`` to the store, marking the records it touches
-        pending (unless not ``touch``: an initial load marks them all when it ends);
-        returns how many root records it marked."""
+        pending; returns how many root records it marked. Not to ``touch``: a snapshot
+        read of an initial load (``JoinStore.begin_load``), which marks every record and
+        links every row when it ends: the stored row of its key is not read."""
         data = event.event
         op = data.get("op")
         position = event.message.position
@@ -136,7 +137,7 @@ class JoinStage:
         if not isinstance(key, dict) or not key:
             raise ValueError(f"op {op!r} without a key")
         stored_key = key_bytes(key)
-        old = self.store.row(table, stored_key)
+        old = self.store.row(table, stored_key) if touch else None
         new: dict[str, Any] | None = None
         if op in UPSERT_OPS:
             after = data.get("after")

@@ -52,6 +52,7 @@ import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +178,12 @@ class JoinStore:
         self._set_ids: dict[tuple[str, str], int] = {}
         self._set_of: dict[tuple[Table, tuple[str, ...]], int] = {}  # ``_set_id``'s answers
         self._held = False  # a transaction is open across batches (``batch``)
+        self._db.create_function("link_of", 2, _link_of, deterministic=True)
         self._order_keys()
         self.reindexed = self._reindex(sorted(set(indexes)))
+        # an initial load under way links its rows when it ends (``begin_load``); None:
+        # unknown after an undone transaction (``_deferring_links`` reads it again)
+        self._links_deferred: bool | None = None
 
     def _order_keys(self) -> None:
         """Put the keys of a store written before ``key_bytes``'s letters in their form
@@ -215,9 +220,9 @@ class JoinStore:
                 self._db.execute("DROP TABLE IF EXISTS links")
                 self._db.execute("DROP TABLE IF EXISTS indexes")
                 changed.update(tbl for tbl, cols in linked_before if (tbl, cols) not in configured)
-                for (tbl, cols), columns in configured.items():
+                for tbl, cols in configured:
                     if (tbl, cols) not in recorded:
-                        recorded[tbl, cols] = self._index_rows(tbl, cols, columns)
+                        recorded[tbl, cols] = self._index_rows(tbl, cols)
                         if (tbl, cols) not in linked_before and self._db.execute(
                                 "SELECT 1 FROM rows WHERE tbl = ? LIMIT 1", (tbl,)).fetchone():
                             changed.add(tbl)
@@ -242,18 +247,22 @@ class JoinStore:
             found.update(self._db.execute("SELECT DISTINCT tbl, cols FROM links").fetchall())
         return found
 
-    def _index_rows(self, tbl: str, cols: str, columns: tuple[str, ...]) -> int:
-        """Number a join column set and link the stored rows of ``tbl`` by ``columns``;
-        its number."""
+    def _index_rows(self, tbl: str, cols: str) -> int:
+        """Number a join column set and link the stored rows of ``tbl`` by its columns
+        (``cols``); its number."""
         set_id = int(self._db.execute("INSERT INTO link_sets (tbl, cols) VALUES (?, ?) "
                                       "RETURNING id", (tbl, cols)).fetchone()[0])
-        links = sorted(((set_id, value, key) for key, row in self._db.execute(
-            "SELECT key, row FROM rows WHERE tbl = ?", (tbl,)).fetchall()
-            if (value := row_link_value(orjson.loads(row), columns)) is not None),
-            key=_index_order)
-        self._db.executemany("INSERT OR IGNORE INTO set_links (set_id, val, key) "
-                             "VALUES (?, ?, ?)", links)
+        self._link_rows(set_id, tbl, cols)
         return set_id
+
+    def _link_rows(self, set_id: int, tbl: str, cols: str) -> None:
+        """Add the links of set ``set_id`` (``tbl`` by the columns ``cols``) of every stored
+        row of ``tbl``, in the index's order (SQLite sorts them, on disk when they are
+        many)."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO set_links (set_id, val, key) SELECT ?, val, key FROM "
+            "(SELECT link_of(row, ?) AS val, key FROM rows WHERE tbl = ?) "
+            "WHERE val IS NOT NULL ORDER BY val, key", (set_id, cols, tbl))
 
     def loading(self) -> set[str]:
         """The views whose records an initial load marks all at once when it ends
@@ -267,12 +276,22 @@ class JoinStore:
         marks every one (a crash before it leaves the mark: the next start ends it)."""
         self._db.executemany("INSERT OR IGNORE INTO meta (name, value) VALUES (?, 0)",
                              [(_LOADING + target,) for target in targets])
+        self._links_deferred = True
+
+    def _deferring_links(self) -> bool:
+        """True while an initial load runs: ``put`` neither reads nor writes links (its
+        rows are new), ``end_load`` links every stored row at once, in the index's order
+        (a load's links written a batch at a time land all over the index)."""
+        if self._links_deferred is None:
+            self._links_deferred = bool(self.loading())
+        return self._links_deferred
 
     def end_load(self, roots: Mapping[str, Table]) -> int:
         """In a transaction or batch: mark the record of every stored row of each loading
         view's root table (``roots``: target → table) pending, and end the load; how
         many were marked."""
         self._write_buffered()  # within the transaction: the query sees this one's rows
+        deferred = self._deferring_links()
         marked = 0
         for target in sorted(self.loading()):
             table = roots.get(target)
@@ -282,6 +301,13 @@ class JoinStore:
                     "WHERE tbl = ?", (target, table_id(table))).rowcount
         self._db.execute("DELETE FROM meta WHERE substr(name, 1, ?) = ?",
                          (len(_LOADING), _LOADING))
+        if deferred:
+            self._db.execute("DELETE FROM set_links")
+            for set_id, tbl, cols in self._db.execute(
+                    "SELECT id, tbl, cols FROM link_sets").fetchall():
+                self._link_rows(set_id, tbl, cols)
+            self._keys.clear()
+            self._links_deferred = False
         return marked
 
     def mark_every_row(self, target: str, table: Table) -> int:
@@ -365,6 +391,7 @@ class JoinStore:
         self._rows.clear()
         self._keys.clear()
         self._truncated.clear()
+        self._links_deferred = None
         self._row_writes.clear()
         self._link_writes.clear()
         self._pending_writes.clear()
@@ -433,16 +460,18 @@ class JoinStore:
     def put(self, table: Table, key: bytes, row: dict[str, Any] | None,
             old: dict[str, Any] | None, position: Position) -> None:
         """Store ``row`` as the row of ``key`` at ``position`` (``None``: delete it);
-        ``old`` is what the store held (its links are replaced)."""
+        ``old`` is what the store held (its links are replaced; while an initial load
+        runs, unused: ``end_load`` links the rows)."""
         tbl = table_id(table)
-        for set_id, columns in self._indexes.get(tbl, ()):
-            was = row_link_value(old, columns)
-            now = row_link_value(row, columns)
-            if was != now:
-                if was is not None:
-                    self._link(set_id, was, key, False)
-                if now is not None:
-                    self._link(set_id, now, key, True)
+        if not self._deferring_links():
+            for set_id, columns in self._indexes.get(tbl, ()):
+                was = row_link_value(old, columns)
+                now = row_link_value(row, columns)
+                if was != now:
+                    if was is not None:
+                        self._link(set_id, was, key, False)
+                    if now is not None:
+                        self._link(set_id, now, key, True)
         _remember(self._rows, (tbl, key), row)
         self._row_writes[tbl, key] = (row, position)
 
@@ -718,6 +747,18 @@ def _values_in(values: Iterable[LinkValue]) -> tuple[str, str]:
         else:
             plain.append(value)
     return orjson.dumps(plain).decode(), _json_list(arrays)
+
+
+@lru_cache(maxsize=64)
+def _columns_of(cols: str) -> tuple[str, ...]:
+    """The columns named by ``columns_id``'s JSON array ``cols``."""
+    return tuple(orjson.loads(cols))
+
+
+def _link_of(row: bytes, cols: str) -> LinkValue | None:
+    """SQL's ``link_of(row, cols)``: the ``row_link_value`` of a stored row (JSON) by the
+    columns ``cols`` (``columns_id``)."""
+    return row_link_value(orjson.loads(row), _columns_of(cols))
 
 
 def _one_link_value(value: Any) -> LinkValue:

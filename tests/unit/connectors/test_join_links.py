@@ -4,6 +4,7 @@ is indexed again in the new one without its records changing."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sqlite3
 from pathlib import Path
@@ -220,3 +221,51 @@ def test_a_store_of_keys_as_json_alone_has_them_stored_again_once(tmp_path: Path
     again.close()
     stored = {key for (key,) in sqlite3.connect(path).execute("SELECT key FROM rows")}
     assert stored == {key_bytes({"id": number}) for number in range(1, 31)}
+
+
+def _all_links(store: JoinStore) -> list[tuple[Any, ...]]:
+    return store._db.execute("SELECT l.cols, s.val, s.key FROM set_links AS s JOIN link_sets "
+                             "AS l ON l.id = s.set_id ORDER BY 1, 2, 3").fetchall()
+
+
+def test_an_initial_load_links_its_rows_when_it_ends(tmp_path: Path) -> None:
+    """The load's ``put``s write no links (its rows are new); ``end_load`` links every
+    row at once: the same links as rows put one at a time, a key read twice included."""
+    indexes = [(ITEMS, ("order_id",)), (ITEMS, ("order_id", "product_id"))]
+    rows = [{"id": n, "order_id": n // 3, "product_id": VALUES[n % len(VALUES)]}
+            for n in random.Random(3).sample(range(300), 300)]
+    rows.append({"id": 5, "order_id": 700, "product_id": "again"})  # read again, moved
+    loaded = JoinStore(tmp_path / "loaded.sqlite", indexes)
+    one_by_one = JoinStore(tmp_path / "one.sqlite", indexes)
+    with loaded.transaction():
+        loaded.begin_load(["items"])
+        for number, row in enumerate(rows):
+            loaded.put(ITEMS, key_bytes({"id": row["id"]}), row, None, Position(1, number))
+    assert _all_links(loaded) == []
+    with one_by_one.transaction():
+        for number, row in enumerate(rows):
+            key = key_bytes({"id": row["id"]})
+            one_by_one.put(ITEMS, key, row, one_by_one.row(ITEMS, key), Position(1, number))
+    with loaded.transaction():
+        assert loaded.end_load({"items": ITEMS}) == 300
+    assert _all_links(loaded) == _all_links(one_by_one) != []
+    assert loaded.matching_keys(ITEMS, ("order_id",), (700,)) == [key_bytes({"id": 5})]
+    with loaded.transaction():  # after the load: each put links its row
+        loaded.put(ITEMS, key_bytes({"id": 1000}), {"id": 1000, "order_id": 700}, None,
+                   Position(2, 0))
+    assert loaded.matching_keys(ITEMS, ("order_id",), (700,)) == [
+        key_bytes({"id": 5}), key_bytes({"id": 1000})]
+
+
+def test_a_load_begun_in_an_undone_batch_leaves_puts_linking(tmp_path: Path) -> None:
+    store = JoinStore(tmp_path / "joins.sqlite", [(ITEMS, ("order_id",))])
+    with contextlib.suppress(RuntimeError), store.batch():
+        store.begin_load(["items"])
+        store.put(ITEMS, key_bytes({"id": 1}), {"id": 1, "order_id": 7}, None, Position(1, 0))
+        raise RuntimeError("the batch fails")
+    with store.batch():
+        store.put(ITEMS, key_bytes({"id": 2}), {"id": 2, "order_id": 7}, None, Position(1, 1))
+    store.commit_held()
+    assert store.loading() == set()
+    assert store.matching_keys(ITEMS, ("order_id",), (7,)) == [key_bytes({"id": 2})]
+    assert len(_all_links(store)) == 1
