@@ -48,6 +48,7 @@ sizes.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -58,12 +59,15 @@ from typing import Any
 
 import orjson
 
+from cdc.errors import TerminalError
+from cdc.flock import take_flock
 from cdc.log import NO_POSITION, Position, TopicPartition
 from derived.join_build import Keyed
 
 Table = tuple[str, str]
 LinkValue = int | str | bytes  # join values as ``set_links`` holds them (``link_value``)
 
+LOCK_WAIT_S = 60.0  # how long a store waits for a process on its way out to let go
 CACHE_KIB = 32 * 1024
 CACHED = 20_000  # rows, and key lists of join values, kept decoded in memory
 KEPT_DELETES = 100_000  # deleted rows kept for the insert of a key change read after them
@@ -145,6 +149,10 @@ def _compact(made: bytes) -> bytes:
     return made.decode().encode()
 
 
+class StoreTakenError(TerminalError):
+    """Another process holds the join state store (``JoinStore``'s lock)."""
+
+
 class HeldBatchesLost(Exception):
     """The batches held open in the store were undone (their commit, or a later batch,
     failed): the store is back at its last commit, behind what was applied."""
@@ -153,17 +161,27 @@ class HeldBatchesLost(Exception):
 class JoinStore:
     """The state of one connector's joined views (see the module docstring)."""
 
-    def __init__(self, path: Path, indexes: Iterable[tuple[Table, tuple[str, ...]]]) -> None:
-        """Open (or create) the store at ``path``; ``indexes``: the ``(table, columns)``
-        whose values the joins look rows up by."""
+    def __init__(self, path: Path, indexes: Iterable[tuple[Table, tuple[str, ...]]],
+                 lock_wait_s: float = LOCK_WAIT_S) -> None:
+        """Open (or create) the store at ``path``, held by this process alone until
+        ``close`` (``StoreTakenError`` if another still holds it after ``lock_wait_s``
+        seconds); ``indexes``: the ``(table, columns)`` whose values the joins look rows
+        up by."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
+        lock = take_flock(path.with_name(path.name + ".lock"), lock_wait_s,
+                          f"the join state store {path} is held by another process")
+        if lock is None:
+            raise StoreTakenError(
+                f"the join state store {path} is held by another process: a connector of "
+                "the same name sharing its join_state_dir, or one of a cdc run that has not "
+                "stopped; stop that process, or give each connector its own join_state_dir")
+        self._lock = lock
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except BaseException:
+            os.close(lock)
+            raise
         self._rows: OrderedDict[tuple[str, bytes], dict[str, Any] | None] = OrderedDict()
         # the keys holding each join value of each set (a dict as an ordered set: a
         # customer's orders can be many, and keys come and go one at a time)
@@ -178,12 +196,26 @@ class JoinStore:
         self._set_ids: dict[tuple[str, str], int] = {}
         self._set_of: dict[tuple[Table, tuple[str, ...]], int] = {}  # ``_set_id``'s answers
         self._held = False  # a transaction is open across batches (``batch``)
-        self._db.create_function("link_of", 2, _link_of, deterministic=True)
-        self._order_keys()
-        self.reindexed = self._reindex(sorted(set(indexes)))
         # an initial load under way links its rows when it ends (``begin_load``); None:
         # unknown after an undone transaction (``_deferring_links`` reads it again)
         self._links_deferred: bool | None = None
+        try:
+            self.reindexed = self._prepare(sorted(set(indexes)))
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare(self, indexes: list[tuple[Table, tuple[str, ...]]]) -> set[str]:
+        """Set the database up (its schema, the keys' form, the indexes); the tables
+        indexed anew (``_reindex``)."""
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+        for statement in _SCHEMA:
+            self._db.execute(statement)
+        self._db.create_function("link_of", 2, _link_of, deterministic=True)
+        self._order_keys()
+        return self._reindex(indexes)
 
     def _order_keys(self) -> None:
         """Put the keys of a store written before ``key_bytes``'s letters in their form
@@ -322,7 +354,12 @@ class JoinStore:
         """Close the database (batches still held are undone: the store stays behind,
         never wrong)."""
         self._held = False
-        self._db.close()
+        try:
+            self._db.close()
+        finally:
+            if self._lock >= 0:
+                os.close(self._lock)  # another process may open the store now
+                self._lock = -1
 
     @contextmanager
     def transaction(self, durable: bool = False) -> Iterator[None]:

@@ -10,18 +10,13 @@ topic's lock (``topic_lock``).
 
 from __future__ import annotations
 
-import fcntl
-import logging
 import os
-import time
 from pathlib import Path
 
 from cdc.errors import LogError, TerminalError
-
-log = logging.getLogger(__name__)
+from cdc.flock import take_flock
 
 WAIT_S = 15.0  # how long a new writer waits for the one before it to let go
-_RETRY_S = 0.1
 
 
 class LogTakenError(LogError, TerminalError):
@@ -33,26 +28,13 @@ class LogWriterLock:
     after ``wait_s`` seconds."""
 
     def __init__(self, root: Path, wait_s: float = WAIT_S) -> None:
-        self._fd = os.open(root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + wait_s
-        waiting = False
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    break
-            if not waiting:
-                waiting = True
-                log.info("the log at %s is held by another writer: waiting up to %.0f s "
-                         "for it to stop", root, wait_s)
-            time.sleep(_RETRY_S)
-        os.close(self._fd)
-        self._fd = -1
-        raise LogTakenError(f"another capture is writing to the log at {root}: the file "
-                            "log takes one capture on one host; replicas that take over "
-                            "from each other need the Kafka backend (log.backend: kafka)")
+        fd = take_flock(root / ".writer.lock", wait_s,
+                        f"the log at {root} is held by another writer")
+        if fd is None:
+            raise LogTakenError(f"another capture is writing to the log at {root}: the file "
+                                "log takes one capture on one host; replicas that take over "
+                                "from each other need the Kafka backend (log.backend: kafka)")
+        self._fd = fd
 
     def release(self) -> None:
         """Let another producer take the log (closing the file drops the lock)."""

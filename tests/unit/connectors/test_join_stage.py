@@ -8,6 +8,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any, cast
 
@@ -226,6 +227,7 @@ def test_rows_and_links_written_at_the_commit_are_read_before_it(tmp_path: Path)
         assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         store.put(items, two, None, {"id": 2, "order_id": 7}, Position(2, 0))
         assert store.row(items, two) is None and store.position(items, two) == Position(0, 0)
+    store.close()
     reopened = JoinStore(tmp_path / "joins.sqlite", [(items, ("order_id",))])
     assert reopened.rows_of(items, [one, two]) == {one: {"id": 1, "order_id": 8}}
     assert reopened.matching_many(items, ("order_id",), [7, 8]) == {
@@ -467,9 +469,9 @@ def test_loading_batches_share_a_transaction_and_a_failed_one_is_undone_alone(
     sink.write(_loading("orders", [1, 2, 3], 0))  # full batches of reads: deferred, held
     sink.write(_loading("orders", [4, 5, 6], 3))
     assert store.held and inner.written == []
-    committed = JoinStore(path, store_indexes([SHOP]))  # what a crash now would leave
-    assert committed.next_offsets() == {} and not committed.has_pending()
-    committed.close()
+    with closing(sqlite3.connect(path)) as committed:  # what a crash now would leave
+        assert committed.execute("SELECT count(*) FROM offsets").fetchone() == (0,)
+        assert committed.execute("SELECT count(*) FROM pending").fetchone() == (0,)
 
     apply = JoinStage.apply
 
