@@ -48,6 +48,7 @@ sizes.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections import OrderedDict
@@ -63,6 +64,8 @@ from cdc.errors import TerminalError
 from cdc.flock import take_flock
 from cdc.log import NO_POSITION, Position, TopicPartition
 from derived.join_build import Keyed
+
+log = logging.getLogger(__name__)
 
 Table = tuple[str, str]
 LinkValue = int | str | bytes  # join values as ``set_links`` holds them (``link_value``)
@@ -222,6 +225,10 @@ class JoinStore:
         (once: ``meta`` then says so)."""
         if self._db.execute("SELECT 1 FROM meta WHERE name = ?", (_KEY_ORDER,)).fetchone():
             return
+        if self._db.execute("SELECT 1 FROM rows LIMIT 1").fetchone():
+            log.warning("the join state store %s was written by an earlier release: storing "
+                        "its keys in the order of their numbers (once; minutes for millions "
+                        "of rows)", self.path)
         self._db.create_function("stored_again", 1, _stored_again, deterministic=True)
         with self.transaction():
             for statement in _REKEY:
