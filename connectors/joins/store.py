@@ -111,8 +111,8 @@ def columns_id(columns: Sequence[str]) -> str:
 
 def key_bytes(key: dict[str, Any]) -> bytes:
     """The stored form of a row's key: its JSON (columns in the event's order), after one
-    letter when its first value is a non-negative integer (``a``: one
-    digit, ``b``: two, ...). The store's tables are ordered by key, and JSON text orders
+    letter when its first value is a non-negative integer (``a``: one digit, ``b``: two,
+    ...). The store's tables are ordered by key, and JSON text orders
     ``{"id":10}`` before ``{"id":9}``: the letter puts keys of one column in the order of
     their numbers, so the rows of neighbouring ids (one order's items, one customer's
     orders) share pages. ``key_json`` gives the JSON back."""
@@ -297,11 +297,11 @@ class JoinStore:
     def _link_rows(self, set_id: int, tbl: str, cols: str) -> None:
         """Add the links of set ``set_id`` (``tbl`` by the columns ``cols``) of every stored
         row of ``tbl``, in the index's order (SQLite sorts them, on disk when they are
-        many)."""
+        many). ``link_of`` runs once a row: a NULL join value (no link) breaks ``val``'s
+        NOT NULL, so ``OR IGNORE`` skips its row (a ``WHERE`` on it would call it twice)."""
         self._db.execute(
-            "INSERT OR IGNORE INTO set_links (set_id, val, key) SELECT ?, val, key FROM "
-            "(SELECT link_of(row, ?) AS val, key FROM rows WHERE tbl = ?) "
-            "WHERE val IS NOT NULL ORDER BY val, key", (set_id, cols, tbl))
+            "INSERT OR IGNORE INTO set_links (set_id, val, key) SELECT ?, link_of(row, ?), "
+            "key FROM rows WHERE tbl = ? ORDER BY 2, 3", (set_id, cols, tbl))
 
     def loading(self) -> set[str]:
         """The views whose records an initial load marks all at once when it ends

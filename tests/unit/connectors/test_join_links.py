@@ -232,7 +232,8 @@ def test_an_initial_load_links_its_rows_when_it_ends(tmp_path: Path) -> None:
     """The load's ``put``s write no links (its rows are new); ``end_load`` links every
     row at once: the same links as rows put one at a time, a key read twice included."""
     indexes = [(ITEMS, ("order_id",)), (ITEMS, ("order_id", "product_id"))]
-    rows = [{"id": n, "order_id": n // 3, "product_id": VALUES[n % len(VALUES)]}
+    rows = [{"id": n, "order_id": n // 3 if n % 10 else None,  # NULL: no link
+             "product_id": VALUES[n % len(VALUES)]}
             for n in random.Random(3).sample(range(300), 300)]
     rows.append({"id": 5, "order_id": 700, "product_id": "again"})  # read again, moved
     loaded = JoinStore(tmp_path / "loaded.sqlite", indexes)
