@@ -43,9 +43,14 @@ def joined_sink(factory: Callable[[Any, SinkContext], Sink], config: Any,
     """The sink ``factory`` builds for ``config``, behind its joined views
     (``batch_size``: the connector's)."""
     joins: tuple[JoinedView, ...] = config.joins
+    inner = factory(inner_config(config), context)  # before the store: it holds a lock
     store = JoinStore(store_path(config, context.connector), store_indexes(joins))
-    inner = factory(inner_config(config), context)
+    try:
+        stage = JoinStage(joins, store)
+    except BaseException:
+        store.close()
+        raise
     plain = {view.table for view in config.views}
-    return JoinedSink(inner, JoinStage(joins, store),
+    return JoinedSink(inner, stage,
                       lambda schema, table: table_topic(context.topic_prefix, schema, table),
                       plain, batch_size)

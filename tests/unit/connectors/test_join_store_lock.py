@@ -12,10 +12,15 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cdc.plugins.contract import Sink, SinkContext
+from connectors.joins import joined_sink, store_path
 from connectors.joins.store import JoinStore, StoreTakenError
+from connectors.redis.config import RedisSinkConfig
+from derived import JoinedView
 
 ITEMS = ("public", "items")
 INDEXES = [(ITEMS, ("order_id",))]
@@ -80,3 +85,23 @@ def test_a_store_that_fails_to_open_lets_go_of_its_lock(tmp_path: Path) -> None:
         with pytest.raises(sqlite3.DatabaseError, match="not a database"):
             JoinStore(path, INDEXES, lock_wait_s=5)
         assert time.monotonic() - started < 4
+
+
+def test_a_joined_sink_whose_inner_sink_cannot_be_built_holds_no_store(tmp_path: Path) -> None:
+    """The inner sink is built before the store is opened: a factory that fails leaves no
+    lock behind it (a retry in the same process would wait for itself)."""
+    view = JoinedView.model_validate({
+        "source": "public.orders", "target": "orders",
+        "lookups": [{"name": "customer", "source": "public.customers",
+                     "on": {"customer_id": "id"}, "fields": ["name"]}]})
+    config = RedisSinkConfig.model_validate({"url": "redis://127.0.0.1:1/0",
+                                             "joins": [view.model_dump()],
+                                             "join_state_dir": str(tmp_path)})
+
+    def failing(config: Any, context: SinkContext) -> Sink:
+        raise ValueError("the inner sink cannot be built")
+
+    context = SinkContext(connector="cache", topic_prefix="app")
+    with pytest.raises(ValueError, match="cannot be built"):
+        joined_sink(failing, config, context, batch_size=10)
+    JoinStore(store_path(config, "cache"), [], lock_wait_s=0).close()
