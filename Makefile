@@ -10,6 +10,11 @@ SOAK_MINUTES ?= 30
 SOAK_ARGS ?=
 
 PG_VERSIONS ?= 13 14 15 16 17 18
+# Caches every checkout on this machine shares (a fresh clone, as CI makes, then checks and
+# compiles only what differs from the last one): mypy's, and the Rust tests' and clippy's
+# build of the crates.
+CACHE_DIR ?= $(HOME)/.cache/distributary
+MYPY := MYPY_CACHE_DIR="$(CACHE_DIR)/mypy" $(BIN)/mypy
 
 .PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-lakehouse bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
 
@@ -23,7 +28,7 @@ lint: setup
 	$(BIN)/ruff check .
 
 typecheck: setup
-	$(BIN)/mypy
+	$(MYPY)
 
 unit: setup
 	$(BIN)/pytest tests/unit -q $(PYTEST_ARGS)
@@ -36,7 +41,7 @@ integration: setup
 # tests (then a few integration groups) run beside the integration tests (compose/run_tests.sh).
 test: setup native-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy
+	$(MYPY)
 	DISTRIBUTARY_DDL_RACE_S=$${DISTRIBUTARY_DDL_RACE_S:-20} bash compose/run_tests.sh $(PYTEST_ARGS)
 
 # The capture, codec, snapshot and schema-change integration tests on every PostgreSQL
@@ -47,9 +52,10 @@ test-matrix: setup
 	    tests/integration/fidelity tests/integration/test_type_codecs.py \
 	    tests/integration/test_smoke_replication.py || exit 1; done
 
-# The native core's Rust unit tests and clippy (target/ is reused between runs).
+# The native core's Rust unit tests and clippy (their build is kept in CACHE_DIR).
 native-test: setup
 	cd native && PATH="$$PATH:$$HOME/.cargo/bin" PYO3_PYTHON="$(CURDIR)/$(BIN)/python" \
+	  CARGO_TARGET_DIR="$(CACHE_DIR)/cargo-target" \
 	  sh -c 'cargo test --quiet && if cargo clippy --version >/dev/null 2>&1; then \
 	    cargo clippy --quiet --all-targets -- -D warnings; else echo "clippy not installed: skipped"; fi'
 
