@@ -16,10 +16,10 @@ PG_VERSIONS ?= 13 14 15 16 17 18
 CACHE_DIR ?= $(HOME)/.cache/distributary
 MYPY := MYPY_CACHE_DIR="$(CACHE_DIR)/mypy" $(BIN)/mypy
 
-.PHONY: setup demo test test-matrix native-test lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-lakehouse bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
+.PHONY: setup demo test test-matrix native-test native-checks lint typecheck unit integration bench bench-log bench-capture bench-json bench-spark bench-lakehouse bench-rebuild bench-snapshot bench-tables bench-reconcile bench-failover bench-joins bench-pipeline chaos soak clean
 
 setup:
-	@bash compose/setup.sh
+	@CACHE_DIR="$(CACHE_DIR)" bash compose/setup.sh
 
 demo: setup
 	$(BIN)/python -m compose.demo $(DEMO_ARGS)
@@ -37,12 +37,16 @@ integration: setup
 	$(BIN)/pytest tests/integration -q $(PYTEST_ARGS)
 
 # The capture's minute of DDL against a streaming capture is shortened here (the whole
-# suite must stay under 30 minutes); make test-matrix runs it for the full minute. The unit
-# tests (then a few integration groups) run beside the integration tests (compose/run_tests.sh).
-test: setup native-test
+# suite must stay under 30 minutes); make test-matrix runs it for the full minute. The native
+# core's Rust tests, then the unit tests (then a few integration groups), run beside the
+# integration tests (compose/run_tests.sh).
+test: export SETUP_CLASS_ARCHIVE = later
+test: setup
 	$(BIN)/ruff check .
 	$(MYPY)
-	DISTRIBUTARY_DDL_RACE_S=$${DISTRIBUTARY_DDL_RACE_S:-20} bash compose/run_tests.sh $(PYTEST_ARGS)
+	DISTRIBUTARY_DDL_RACE_S=$${DISTRIBUTARY_DDL_RACE_S:-20} \
+	  NATIVE_CHECKS="make --no-print-directory native-checks" \
+	  bash compose/run_tests.sh $(PYTEST_ARGS)
 
 # The capture, codec, snapshot and schema-change integration tests on every PostgreSQL
 # major version (make test runs a smoke subset of them on the versions besides 15).
@@ -52,8 +56,12 @@ test-matrix: setup
 	    tests/integration/fidelity tests/integration/test_type_codecs.py \
 	    tests/integration/test_smoke_replication.py || exit 1; done
 
-# The native core's Rust unit tests and clippy (their build is kept in CACHE_DIR).
+# The native core's Rust unit tests and clippy (their build is kept in CACHE_DIR);
+# native-checks: the same without set-up (make test runs it once set up).
 native-test: setup
+	@$(MAKE) --no-print-directory native-checks
+
+native-checks:
 	cd native && PATH="$$PATH:$$HOME/.cargo/bin" PYO3_PYTHON="$(CURDIR)/$(BIN)/python" \
 	  CARGO_TARGET_DIR="$(CACHE_DIR)/cargo-target" \
 	  sh -c 'cargo test --quiet && if cargo clippy --version >/dev/null 2>&1; then \

@@ -11,7 +11,8 @@
 #     which went back; 2026-11-30, later: integration 26:42 against unit 3:37 + 21:08,
 #     and the secret-leak sweep, ~1:20, moved beside).
 # The second stream's report is printed after the first's. Fails if any run fails.
-# Arguments are passed to every run (PYTEST_ARGS).
+# Arguments are passed to every run (PYTEST_ARGS). NATIVE_CHECKS, when set, is a command
+# the second stream runs first (make test: the native core's cargo test and clippy).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=.venv/bin/pytest
@@ -27,6 +28,13 @@ export DISTRIBUTARY_SERVER_JVM_OPTIONS="${DISTRIBUTARY_SERVER_JVM_OPTIONS:+$DIST
 BESIDE=(tests/integration/spark tests/integration/packaging tests/integration/chaos/test_chaos_short.py
         tests/integration/security/test_no_secret_leaks.py)
 
+# The Spark jobs' class archive (make setup's last step; `make test` leaves it to here when
+# SETUP_CLASS_ARCHIVE=later): built beside the first tests, none of which needs it, and
+# it is only a speed-up (a job started before it is in place starts without it).
+archive_log=$(mktemp -t distributary-class-archive-XXXXXX.log)
+.venv/bin/python -m cdc.cli replay class-archive >"$archive_log" 2>&1 &
+archive_pid=$!
+
 ignored=()
 for path in "${BESIDE[@]}"; do ignored+=("--ignore=$path"); done
 
@@ -34,8 +42,15 @@ for path in "${BESIDE[@]}"; do ignored+=("--ignore=$path"); done
 collected() { [ "$1" -eq 5 ] && echo 0 || echo "$1"; }
 
 beside_report=$(mktemp -t distributary-beside-XXXXXX.log)
-trap 'rm -f "$beside_report"' EXIT
+trap 'kill "$archive_pid" 2>/dev/null; rm -f "$beside_report" "$archive_log"' EXIT
 (
+    if [ -n "${NATIVE_CHECKS:-}" ]; then
+        echo "== the native core's checks: $NATIVE_CHECKS"
+        if ! $NATIVE_CHECKS; then
+            echo "the native core's checks failed"
+            exit 1
+        fi
+    fi
     "$PYTEST" tests/unit -q "$@"
     unit=$?
     echo "== integration tests run beside (${BESIDE[*]})"
@@ -48,15 +63,22 @@ trap 'rm -f "$beside_report"' EXIT
     exit 0
 ) >"$beside_report" 2>&1 &
 beside_pid=$!
-trap 'kill "$beside_pid" 2>/dev/null; rm -f "$beside_report"' EXIT INT TERM
+trap 'kill "$beside_pid" "$archive_pid" 2>/dev/null; rm -f "$beside_report" "$archive_log"' \
+    EXIT INT TERM
 
-echo "== integration tests (the unit tests, then ${BESIDE[*]}, run beside them; their report follows)"
+echo "== integration tests (the native core's checks, the unit tests, then ${BESIDE[*]}, run" \
+     "beside them; their report follows)"
 "$PYTEST" tests/integration "${ignored[@]}" -q --durations=25 "$@"  # where suite time goes
 integration=$?
 
 wait "$beside_pid"
 beside=$?
-echo "== unit tests, then the integration tests run beside"
+if ! wait "$archive_pid"; then
+    echo "make test: the Spark class archive was not built (its jobs started ~3 s slower):"
+    tail -n 20 "$archive_log"
+fi
+archive_pid=  # reaped: the trap must not signal a pid since reused
+echo "== the native core's checks, unit tests, then the integration tests run beside"
 cat "$beside_report"
 
 if [ "$integration" -eq 5 ] && [ "$beside" -eq 5 ]; then

@@ -61,9 +61,10 @@ def redis_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def redis_cluster() -> Iterator[Any]:
-    """A ``RedisClusterServer``: three masters with a replica each (``.urls``)."""
+    """A ``RedisClusterServer``: three masters with a replica each (``.urls``); one
+    module's, like ``kafka_cluster``."""
     with _server("Redis Cluster", services.redis_cluster) as cluster:
         yield cluster
 
@@ -75,9 +76,11 @@ def opensearch_url() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster() -> Iterator[Any]:
-    """A ``KafkaCluster`` of three KRaft nodes (``.bootstrap_servers``, ``stop_node``)."""
+    """A ``KafkaCluster`` of three KRaft nodes (``.bootstrap_servers``, ``stop_node``); one
+    module's (a single module uses it in each run: its three idle brokers need not outlive
+    it)."""
     from compose.launcher.kafka import KafkaCluster
 
     with _server("Kafka cluster", KafkaCluster) as cluster:
@@ -113,11 +116,17 @@ def spark(spark_kafka_jar_paths: list[Path],
     from pyspark.sql import SparkSession
 
     from spark_pipelines.lakehouse import with_delta
-    from spark_pipelines.session import COMMON_DEFAULTS, DELTA_SNAPSHOT_PARTITIONS
+    from spark_pipelines.session import (
+        COMMON_DEFAULTS,
+        DELTA_SNAPSHOT_PARTITIONS,
+        with_batch_gc,
+    )
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import the connectors
     builder = SparkSession.builder
-    for key, value in with_delta(COMMON_DEFAULTS).items():  # what the jobs' sessions get
+    # what the jobs' sessions get: their collector too (G1's concurrent threads took ~12 %
+    # more of the JVM's CPU in test_columnar's longest test, 127 s against 112 s)
+    for key, value in with_batch_gc(with_delta(COMMON_DEFAULTS)).items():
         builder = builder.config(key, str(value))
     session = (builder.master("local[2]").appName("distributary-tests")
                .config("spark.jars", ",".join(str(jar) for jar in spark_kafka_jar_paths))
