@@ -2,14 +2,17 @@
 # make test's pytest step, in two streams that share the machine's cores (the integration
 # tests spend much of their time waiting on servers):
 #   - the integration tests, but for the ones listed in BESIDE;
-#   - beside them, the unit tests, then the BESIDE ones: self-contained groups that start
-#     what they need (Spark jobs, package installs, the short chaos runs); the streams
+#   - beside them, the native core's checks, the unit tests, then the BESIDE ones:
+#     self-contained groups that start what they need (Spark jobs, package installs, the
+#     short chaos runs); the streams
 #     are balanced by their durations (on this 2-core machine, 2026-11-30: integration
 #     27:30 against unit 3:16 + Spark and packaging 19:30 before the chaos runs, ~2:40,
 #     moved beside; then the cluster's Spark jobs cut from 9 to 5: integration 24:40
 #     against unit 3:01 + 24:10 with the joined views' random workloads beside, ~1:30,
 #     which went back; 2026-11-30, later: integration 26:42 against unit 3:37 + 21:08,
-#     and the secret-leak sweep, ~1:20, moved beside).
+#     and the secret-leak sweep, ~1:20, moved beside; 2026-12-01, with the native core's
+#     checks beside too: integration 26:26 against 0:30 + 3:48 + 21:29, and the schema
+#     change's Spark job, ~0:17, moved beside, where the shared Spark session runs).
 # The second stream's report is printed after the first's. Fails if any run fails.
 # Arguments are passed to every run (PYTEST_ARGS). NATIVE_CHECKS, when set, is a command
 # the second stream runs first (make test: the native core's cargo test and clippy).
@@ -25,7 +28,8 @@ QUICK_JVM="-XX:TieredStopAtLevel=1"
 export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }$QUICK_JVM"
 export SPARK_LAUNCHER_OPTS="${SPARK_LAUNCHER_OPTS:+$SPARK_LAUNCHER_OPTS }$QUICK_JVM"
 export DISTRIBUTARY_SERVER_JVM_OPTIONS="${DISTRIBUTARY_SERVER_JVM_OPTIONS:+$DISTRIBUTARY_SERVER_JVM_OPTIONS }$QUICK_JVM"
-BESIDE=(tests/integration/spark tests/integration/packaging tests/integration/chaos/test_chaos_short.py
+BESIDE=(tests/integration/spark tests/integration/capture/test_schema_spark.py
+        tests/integration/packaging tests/integration/chaos/test_chaos_short.py
         tests/integration/security/test_no_secret_leaks.py)
 
 # The Spark jobs' class archive (make setup's last step; `make test` leaves it to here when
