@@ -20,6 +20,7 @@ from ..events import TableShape
 from ..pgoutput import Relation
 from ..source.ddl_race import CatalogRaceError, outlast_ddl
 from ..source.slot import primary_key
+from ..source.visibility import transaction_visible, wait_until_visible
 from .rewrites import SchemaRewrite, Signature, signature_of, valued_columns
 from .type_details import describe_type
 
@@ -119,19 +120,20 @@ class ShapeRegistry:
             valued = list(change.added)
         return change.reason(valued)
 
-    def learn_relation(self, relation: Relation,
-                       since_lsn: int | None = None) -> tuple[Record | None, bool]:
+    def learn_relation(self, relation: Relation, since_lsn: int | None = None,
+                       xid: int | None = None) -> tuple[Record | None, bool]:
         """``learn``, and whether the table name now belongs to another relation than
         the one last recorded under it (dropped and created again): the caller then
         writes a truncate event before the new relation's first event.
 
         ``since_lsn``: the commit LSN from which the table's events carry this shape (the
         transaction the Relation message came in), recorded in a new version's record so
-        that ``cdc reconcile`` can tell a row written under an older shape."""
+        that ``cdc reconcile`` can tell a row written under an older shape. ``xid``: that
+        transaction, committed (its types are read once a snapshot sees it)."""
         oids = [c.type_oid for c in relation.columns]
         key_override = None
         try:
-            outlast_ddl(lambda: self.catalog.ensure(self._conn, oids),
+            outlast_ddl(lambda: self._load_types(relation, oids, xid),
                         what=f"reading the column types of {relation.namespace}."
                              f"{relation.name}")
             if relation.replica_identity in ("f", "n"):
@@ -295,6 +297,22 @@ class ShapeRegistry:
             return None  # another table's topic (a collision stopped that one's events)
         return TableShape.of(Relation(oid, names[0], names[1], "d", ()), topic, (), None,
                              known.version)
+
+    def _load_types(self, relation: Relation, oids: list[int], xid: int | None) -> None:
+        """Read the column types the catalog does not know. Types missing while
+        transaction ``xid`` is not yet visible are read again once it is (the walsender
+        can send a commit before the backend has ended it)."""
+        self.catalog.ensure(self._conn, oids)
+        if not self.catalog.missing(oids):
+            return
+        if xid is not None and not transaction_visible(self._conn, xid):
+            wait_until_visible(self._conn, xid)
+            self.catalog.ensure(self._conn, oids)
+        if missing := self.catalog.missing(oids):  # a streamed change's values degrade
+            log.log(logging.WARNING if xid is not None else logging.DEBUG,
+                    "the types %s of %s.%s are not in the catalog (dropped since?): their "
+                    "values are kept as PostgreSQL's text",
+                    ", ".join(map(str, sorted(missing))), relation.namespace, relation.name)
 
     def reload_type(self, oid: int) -> None:
         """A Type message: read the type again and rebuild codecs on the next Relation."""

@@ -195,7 +195,8 @@ class TransactionAssembler:
             case pg.Relation():
                 rewrite = self.shapes.rows_rewritten(message)
                 since = self._since(wal_lsn)
-                schema_record, recreated = self.shapes.learn_relation(message, since)
+                schema_record, recreated = self.shapes.learn_relation(
+                    message, since, self._open.commit.txid if self._open else None)
                 if rewrite is not None:
                     self.rewritten.append(RowsRewritten(
                         f"{message.namespace}.{message.name}", rewrite, since,

@@ -35,6 +35,7 @@ from cdc.capture.source.publication import (
     tables_added_by_name,
 )
 from cdc.capture.source.slot import check_slot_health, primary_key
+from cdc.capture.source.visibility import transaction_visible, wait_until_visible
 
 from .conftest import CaptureEnv
 from .snapshot_check import use_config
@@ -224,3 +225,15 @@ def test_the_capture_streams_on_through_a_minute_of_ddl(raced: CaptureEnv) -> No
     ids = [orjson.loads(m.value)["after"]["id"] for m in events]
     assert ids == list(range(1, written + 1)), "lost, repeated or reordered under DDL"
     assert capture.stats.sessions == 1, "a catalog read ended the session"
+
+
+def test_a_running_transaction_is_not_visible_until_it_ends(capture_env: CaptureEnv) -> None:
+    with psycopg.connect(capture_env.dsn) as writer, \
+            psycopg.connect(capture_env.dsn, autocommit=True) as reader:
+        row = writer.execute("SELECT pg_catalog.pg_current_xact_id()::text").fetchone()
+        assert row is not None
+        xid = int(row[0]) % (1 << 32)
+        assert not transaction_visible(reader, xid)
+        assert not wait_until_visible(reader, xid, budget_s=0.05)
+        writer.commit()
+        assert transaction_visible(reader, xid) and wait_until_visible(reader, xid)
