@@ -82,6 +82,7 @@ class ShapeRegistry:
         # relation oid → its columns whose composite types changed, not yet recorded
         self._rechecked: dict[int, tuple[str, ...]] = {}
         self._types_checked_at = -TYPES_RECHECK_EVERY_S
+        self._visible_xid: int | None = None  # the last transaction seen visible
         self._versions: dict[str, KnownSchema] = dict(known_versions or {})
         self._names: dict[int, str] = {}  # relation oid → the name it had last
         for table, known in sorted(self._versions.items(), key=lambda item: item[1].version):
@@ -305,8 +306,7 @@ class ShapeRegistry:
         self.catalog.ensure(self._conn, oids)
         if not self.catalog.missing(oids):
             return
-        if xid is not None and not transaction_visible(self._conn, xid):
-            wait_until_visible(self._conn, xid)
+        if xid is not None and not self._visible(xid):
             self.catalog.ensure(self._conn, oids)
         if missing := self.catalog.missing(oids):  # a streamed change's values degrade
             log.log(logging.WARNING if xid is not None else logging.DEBUG,
@@ -314,10 +314,26 @@ class ShapeRegistry:
                     "values are kept as PostgreSQL's text",
                     ", ".join(map(str, sorted(missing))), relation.namespace, relation.name)
 
-    def reload_type(self, oid: int) -> None:
-        """A Type message: read the type again and rebuild codecs on the next Relation."""
-        outlast_ddl(lambda: self.catalog.reload(self._conn, oid),
-                    what=f"reading type {oid} again")
+    def _visible(self, xid: int) -> bool:
+        """Whether transaction ``xid`` was visible at once; if not, wait until it is."""
+        if xid == self._visible_xid:
+            return True
+        visible = transaction_visible(self._conn, xid)
+        if not visible:
+            wait_until_visible(self._conn, xid)
+        self._visible_xid = xid
+        return visible
+
+    def reload_type(self, oid: int, xid: int | None = None) -> None:
+        """A Type message: read the type again and rebuild codecs on the next Relation;
+        ``xid``, the committed transaction it came in, once a snapshot sees it (it may
+        have altered the type)."""
+        def read() -> None:
+            if xid is not None:
+                self._visible(xid)
+            self.catalog.reload(self._conn, oid)
+
+        outlast_ddl(read, what=f"reading type {oid} again")
 
     def _schema_record(self, relation: Relation, table: str, version: int,
                        key_override: list[str] | None, renamed_from: str | None,

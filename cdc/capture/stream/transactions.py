@@ -220,7 +220,8 @@ class TransactionAssembler:
             case pg.LogicalMessage():
                 self._logical_message(message, wal_lsn)
             case pg.TypeMsg():
-                self.shapes.reload_type(message.oid)
+                self.shapes.reload_type(message.oid,
+                                        self._open.commit.txid if self._open else None)
             case pg.BeginPrepare() | pg.Prepare() | pg.StreamPrepare() | pg.CommitPrepared() \
                     | pg.RollbackPrepared():
                 self._two_phase(message)

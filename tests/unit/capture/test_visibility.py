@@ -119,3 +119,13 @@ def test_a_type_dropped_since_is_not_waited_for() -> None:
     conn = _Catalog(running_for=0, dropped=True)
     column = _learn(conn, XID)["columns"][1]
     assert column["type"] != "app.address" and conn.snapshots == 1
+
+
+def test_a_type_message_is_read_once_its_transaction_is_visible() -> None:
+    conn = _Catalog(running_for=2)
+    shapes = ShapeRegistry(cast(psycopg.Connection[Any], conn), "app")
+    shapes.reload_type(20000, XID)
+    info = shapes.catalog.get(20000)
+    assert info is not None and info.attributes == (("street", 25),)
+    shapes.reload_type(20000, XID)  # the same transaction: no second wait
+    assert conn.snapshots == 3
