@@ -139,7 +139,7 @@ class ShapeRegistry:
                              f"{relation.name}")
             if relation.replica_identity in ("f", "n"):
                 key_override = outlast_ddl(
-                    lambda: primary_key(self._conn, relation.oid),
+                    lambda: self._primary_key(relation, xid),
                     what=f"reading the primary key of {relation.namespace}."
                          f"{relation.name}") or None
         except (psycopg.OperationalError, CatalogRaceError):
@@ -313,6 +313,14 @@ class ShapeRegistry:
                     "the types %s of %s.%s are not in the catalog (dropped since?): their "
                     "values are kept as PostgreSQL's text",
                     ", ".join(map(str, sorted(missing))), relation.namespace, relation.name)
+
+    def _primary_key(self, relation: Relation, xid: int | None) -> list[str]:
+        """The relation's primary key columns, read again once transaction ``xid`` is
+        visible if none were found before (it may have added the key)."""
+        found = primary_key(self._conn, relation.oid)
+        if not found and xid is not None and not self._visible(xid):
+            found = primary_key(self._conn, relation.oid)
+        return found
 
     def _visible(self, xid: int) -> bool:
         """Whether transaction ``xid`` was visible at once; if not, wait until it is."""

@@ -51,6 +51,8 @@ class _Catalog:
             self.snapshots += 1
             ended = self.snapshots > self.running_for
             return _Result([("990:1005:" if ended else "990:1005:1000,1003",)])
+        if "pg_index" in query:  # the primary key the transaction added
+            return _Result([("id",)] if ended else [])
         if "pg_attribute" in query:
             return _Result([(30000, "street", 25)] if ended else [])
         (oids,) = params
@@ -129,3 +131,15 @@ def test_a_type_message_is_read_once_its_transaction_is_visible() -> None:
     assert info is not None and info.attributes == (("street", 25),)
     shapes.reload_type(20000, XID)  # the same transaction: no second wait
     assert conn.snapshots == 3
+
+
+def test_a_primary_key_added_by_a_transaction_not_yet_ended_is_read_once_it_is() -> None:
+    conn = _Catalog(running_for=1)
+    shapes = ShapeRegistry(cast(psycopg.Connection[Any], conn), "app")
+    relation = Relation(7, "public", "t", "f",  # REPLICA IDENTITY FULL: every column "key"
+                        (Column(True, "id", 23, -1), Column(True, "v", 25, -1)))
+    record, _ = shapes.learn_relation(relation, xid=XID)
+    assert record is not None
+    columns = orjson.loads(record.value)["columns"]
+    assert [(c["name"], c["key"]) for c in columns] == [("id", True), ("v", False)]
+    assert conn.snapshots == 2
