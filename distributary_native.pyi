@@ -177,6 +177,11 @@ def redis_calls(
 def sink_event_checks(messages: list[Message]) -> tuple[list[int], list[int]] | None:
     """``(versions, doubtful indexes)``, None: Python checks them all."""
 
+def join_loaded_rows(events: list[SinkEvent]) -> list[tuple[str, str, bytes, bytes] | None]:
+    """Per event ``(schema, table, key, row)`` for a snapshot read (``key`` as
+    ``connectors.joins.store.key_bytes`` stores it, ``row`` ``orjson.dumps(after)``), or
+    None: applied in Python (``joins.rs``)."""
+
 def opensearch_actions(
     events: list[SinkEvent], tables: dict[tuple[str, str, str], str | None],
     max_id_bytes: int,

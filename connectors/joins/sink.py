@@ -40,6 +40,7 @@ import orjson
 
 from cdc.errors import TerminalError
 from cdc.log import Consumer, Message, Position, TopicPartition
+from cdc.native import CORE
 from connectors.contract import (
     Rejection,
     Sink,
@@ -227,9 +228,13 @@ class JoinedSink:
         passed: list[SinkEvent] = []
         applied: list[tuple[SinkEvent, Table]] = []
         offsets: dict[TopicPartition, int] = {}
-        for item in batch:
+        # a new store's snapshot reads as the native core renders them (None: in Python)
+        loads = CORE.join_loaded_rows(list(batch)) if self._may_load else None
+        loaded: dict[int, tuple[bytes, bytes]] = {}  # id(event) → its stored key and row
+        for at, item in enumerate(batch):
             message = item.message
-            table = _table_of(item)
+            read = loads[at] if loads is not None else None
+            table = _table_of(item) if read is None else (read[0], read[1])
             if table not in self._joined or table in self._plain:
                 passed.append(item)
             if table not in self._joined:
@@ -239,10 +244,13 @@ class JoinedSink:
                 continue  # applied before (read again after a restart or a retry)
             offsets[where] = max(offsets.get(where, 0), message.offset + 1)
             applied.append((item, table))
+            if read is not None:
+                loaded[id(item)] = (read[2], read[3])
         self._at_least = max((item.version for item, _ in applied), default=self._at_least)
         if applied and not self.store.held:
             self._held_since = time.monotonic()
-        loading = bool(applied) and all(item.event.get("op") == "r" for item, _ in applied)
+        loading = bool(applied) and all(id(item) in loaded or item.event.get("op") == "r"
+                                        for item, _ in applied)
         # snapshot reads into a new store: their records are marked when the load ends
         bulk = self._may_load and loading
         ends_load = self._loading and bool(applied) and not loading
@@ -255,7 +263,10 @@ class JoinedSink:
                 self.stage.preload(applied, touch=not bulk)
                 for item, table in applied:
                     try:
-                        self._marked += self.stage.apply(item, table, touch=not bulk)
+                        if bulk and (stored := loaded.get(id(item))) is not None:
+                            self.stage.load(table, *stored, item.message.position)
+                        else:
+                            self._marked += self.stage.apply(item, table, touch=not bulk)
                     except ValueError as exc:
                         rejected.append(Rejection(item, f"joined views: {exc}"))
                 self.store.set_offsets(offsets)

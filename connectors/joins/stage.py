@@ -161,6 +161,12 @@ class JoinStage:
             marked += self._completes_insert(table, position, old)
         return marked
 
+    def load(self, table: Table, key: bytes, row: bytes, position: Position) -> None:
+        """Apply a snapshot read of an initial load (``apply`` with ``touch`` false), as
+        the native core read it: its key's stored form and its row's JSON."""
+        if position > self.store.truncated(table):
+            self.store.put_loaded(table, key, row, position)
+
     def _key_changed(self, table: Table, key: bytes, position: Position,
                      row: dict[str, Any], missing: frozenset[str]) -> dict[str, Any]:
         """``row`` (a new key's insert lacking unchanged TOAST columns) completed from the

@@ -191,7 +191,9 @@ class JoinStore:
         self._keys: OrderedDict[tuple[int, LinkValue], dict[bytes, None]] = OrderedDict()
         self._truncated: dict[str, Position] = {}
         # written at the commit: rows (None: deleted), links (True: added), pending keys
-        self._row_writes: dict[tuple[str, bytes], tuple[dict[str, Any] | None, Position]] = {}
+        # (bytes: a loaded row's JSON, ``put_loaded``)
+        self._row_writes: dict[tuple[str, bytes],
+                               tuple[dict[str, Any] | bytes | None, Position]] = {}
         self._link_writes: dict[tuple[int, LinkValue], dict[bytes, bool]] = {}
         self._pending_writes: set[tuple[str, bytes]] = set()
         # each table's join column sets: (set number, columns); the numbers by set
@@ -447,8 +449,8 @@ class JoinStore:
                              [where for where, (row, _) in rows.items() if row is None])
         self._db.executemany(
             "INSERT OR REPLACE INTO rows (tbl, key, row, lsn, seq) VALUES (?, ?, ?, ?, ?)",
-            [(*where, orjson.dumps(row), *position) for where, (row, position) in rows.items()
-             if row is not None])
+            [(*where, row if type(row) is bytes else orjson.dumps(row), *position)
+             for where, (row, position) in rows.items() if row is not None])
         links, self._link_writes = self._link_writes, {}
         changes = sorted(((set_id, value, key, added) for (set_id, value), keys in links.items()
                           for key, added in keys.items()), key=_index_order)
@@ -478,7 +480,8 @@ class JoinStore:
         tbl = table_id(table)
         written = self._row_writes.get((tbl, key))
         if written is not None:
-            return written[0]
+            row = written[0]
+            return orjson.loads(row) if isinstance(row, bytes) else row
         try:
             return self._rows[tbl, key]
         except KeyError:
@@ -517,6 +520,15 @@ class JoinStore:
                     if now is not None:
                         self._link(set_id, now, key, True)
         _remember(self._rows, (tbl, key), row)
+        self._row_writes[tbl, key] = (row, position)
+
+    def put_loaded(self, table: Table, key: bytes, row: bytes, position: Position) -> None:
+        """``put`` of a row an initial load read (its JSON, as stored): links are
+        deferred to ``end_load``, and the row is not kept decoded."""
+        if not self._deferring_links():
+            raise RuntimeError("a loaded row outside an initial load (begin_load)")
+        tbl = table_id(table)
+        self._rows.pop((tbl, key), None)
         self._row_writes[tbl, key] = (row, position)
 
     def _link(self, set_id: int, value: LinkValue, key: bytes, added: bool) -> None:

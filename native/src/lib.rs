@@ -8,7 +8,8 @@
 //! - `snapshot` (COPY text rows into events and encoded log lines), `pgoutput` (a streamed
 //!   row change into its event) and `spool` (streamed transactions' frames): the capture,
 //!   on `convert`, `record`, `murmur2`;
-//! - `redis_args` and `opensearch`: the sinks' renderers, on `convert`;
+//! - `redis_args` and `opensearch`: the sinks' renderers, on `convert`; `joins` (the
+//!   joined views' initial load), on `redis_args`' reading of plain events;
 //! - `python` (feature `python`): the PyO3 bindings over all of them, each taking a whole
 //!   batch so Python pays one call per batch.
 //!
@@ -18,6 +19,7 @@
 #![deny(unsafe_code)]
 
 pub mod convert;
+pub mod joins;
 pub mod murmur2;
 pub mod opensearch;
 pub mod pgoutput;

@@ -33,6 +33,8 @@ pub enum KeyValue {
 /// What the plain path needs of one event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlainEvent {
+    /// `op`: `c`, `u`, `r` or `d`.
+    pub op: u8,
     /// An insert, update or snapshot row (`c`, `u`, `r`); false: a delete (`d`).
     pub upsert: bool,
     /// The `key` object's columns, in order (never empty).
@@ -54,9 +56,11 @@ pub fn plain_event(raw: &[u8]) -> Option<PlainEvent> {
     if parser.at != raw.len() {
         return None;
     }
-    let upsert = match event.op.as_deref()? {
-        "d" => false,
-        "c" | "u" | "r" => true,
+    let (op, upsert) = match event.op.as_deref()? {
+        "d" => (b'd', false),
+        "c" => (b'c', true),
+        "u" => (b'u', true),
+        "r" => (b'r', true),
         _ => return None,
     };
     let key = event.key?;
@@ -73,6 +77,7 @@ pub fn plain_event(raw: &[u8]) -> Option<PlainEvent> {
     };
     let (schema, table) = event.source?;
     Some(PlainEvent {
+        op,
         upsert,
         key,
         value,

@@ -10,6 +10,7 @@ mod dml;
 mod encode;
 mod group;
 mod ints;
+mod joins;
 mod named_tuple;
 mod opensearch;
 mod partition;
@@ -62,5 +63,6 @@ fn distributary_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(redis_args::redis_calls, module)?)?;
     module.add_function(wrap_pyfunction!(redis_args::sink_event_checks, module)?)?;
     module.add_function(wrap_pyfunction!(opensearch::opensearch_actions, module)?)?;
+    module.add_function(wrap_pyfunction!(joins::join_loaded_rows, module)?)?;
     Ok(())
 }

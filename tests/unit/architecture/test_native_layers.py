@@ -19,8 +19,9 @@ ALLOWED: dict[str, set[str]] = {
     "spool": {"pgoutput", "convert"},
     "redis_args": {"convert"},
     "opensearch": {"convert"},
+    "joins": {"convert", "redis_args"},
     "python": {"record", "murmur2", "convert", "snapshot", "pgoutput", "spool", "redis_args",
-               "opensearch"},
+               "opensearch", "joins"},
 }
 
 

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from cdc.log import Consumer, Message, Position, TopicPartition
+from cdc.native import CORE
 from cdc.plugins.contract import SinkUnavailableError
 from connectors.contract import Sink, SinkEvent, SinkStateLostError, WriteResult
 from connectors.joins import JoinedSink, JoinStage, JoinStore
@@ -109,7 +110,10 @@ class Shop:
             made.append((table, {"op": op, "key": {"id": key}, "after": row}))
         return made
 
-    def sink_events(self, made: list[tuple[str, dict[str, Any]]]) -> list[SinkEvent]:
+    def sink_events(self, made: list[tuple[str, dict[str, Any]]],
+                    raw: bool = True) -> list[SinkEvent]:
+        """``made`` as a sink reads them; ``raw``: their messages hold their JSON, as
+        the log's do (else none: what the native core reads is left to Python)."""
         events = []
         for table, event in made:
             seq = 0
@@ -118,7 +122,8 @@ class Shop:
             else:
                 self.version += 1
             event["source"] = {"schema": "public", "table": table}
-            message = Message(f"app.public.{table}", 0, self.version, 0, b"", b"",
+            message = Message(f"app.public.{table}", 0, self.version, 0, b"",
+                              orjson.dumps(event) if raw else b"",
                               Position(self.version, seq), False)
             events.append(SinkEvent(message, event, self.version))
         return events
@@ -579,13 +584,13 @@ def _filled(seed: int) -> Shop:
     return shop
 
 
-def _snapshot_reads(shop: Shop) -> list[SinkEvent]:
+def _snapshot_reads(shop: Shop, raw: bool = True) -> list[SinkEvent]:
     """Every row of ``shop`` as a snapshot read (``r``), the tables' reads interleaved at
     random (each topic is read on its own), children before their parents too."""
     reads = [(table, {"op": "r", "key": {"id": key}, "after": row})
              for table, rows in shop.tables.items() for key, row in rows.items()]
     shop.random.shuffle(reads)
-    return shop.sink_events(reads)
+    return shop.sink_events(reads, raw)
 
 
 def _documents(inner: _RecordingSink) -> dict[bytes, dict[str, Any]]:
@@ -600,18 +605,21 @@ def _documents(inner: _RecordingSink) -> dict[bytes, dict[str, Any]]:
     return documents
 
 
+@pytest.mark.parametrize("raw", [True, False], ids=["native", "python"])
 @pytest.mark.parametrize("seed", range(4))
-def test_an_initial_load_marks_its_records_once_it_ends(tmp_path: Path, seed: int) -> None:
+def test_an_initial_load_marks_its_records_once_it_ends(tmp_path: Path, seed: int,
+                                                        raw: bool) -> None:
     """Snapshot reads into a new store are applied without marking a record per event;
     when the load ends (a batch not full, or another kind of event) every root row's
-    record is written, then events mark what they touch as before."""
+    record is written, then events mark what they touch as before. ``raw``: the reads
+    are the native core's (from their JSON), else Python's."""
     store = JoinStore(tmp_path / "joins.sqlite", store_indexes([SHOP]))
     inner = _RecordingSink()
     sink = JoinedSink(cast(Sink, inner), JoinStage([SHOP], store), lambda s, t: f"{s}.{t}",
                       set(), batch_size=50)
     sink.open()
     shop = _filled(seed)
-    reads = _snapshot_reads(shop)
+    reads = _snapshot_reads(shop, raw)
     full = len(reads) // 50 * 50
     for start in range(0, full, 50):
         sink.write(reads[start:start + 50])
@@ -660,3 +668,26 @@ def test_a_load_stopped_half_way_writes_its_records_at_the_next_start(tmp_path: 
     again.flush()
     assert _documents(inner) == shop.expected(SHOP)
     again.close()
+
+
+def test_a_load_read_natively_stores_what_python_stores(tmp_path: Path) -> None:
+    """The same snapshot reads, from their JSON (the native core) or decoded (Python):
+    the same rows, positions and links in the store."""
+    stored = []
+    for raw in (True, False):
+        path = tmp_path / f"joins-{raw}.sqlite"
+        sink = JoinedSink(cast(Sink, _RecordingSink()),
+                          JoinStage([SHOP], JoinStore(path, store_indexes([SHOP]))),
+                          lambda s, t: f"{s}.{t}", set(), batch_size=50)
+        sink.open()
+        reads = _snapshot_reads(_filled(5), raw)
+        assert all((found is not None) == raw for found in CORE.join_loaded_rows(reads))
+        for start in range(0, len(reads), 50):
+            sink.write(reads[start:start + 50])
+        sink.flush()
+        sink.close()
+        with closing(sqlite3.connect(path)) as db:
+            stored.append([db.execute(query).fetchall() for query in (
+                "SELECT * FROM rows ORDER BY tbl, key", "SELECT * FROM set_links ORDER BY 1, 2, 3",
+                "SELECT * FROM offsets ORDER BY topic, part")])
+    assert stored[0] == stored[1] and len(stored[0][0]) == 470
