@@ -14,6 +14,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from cdc.errors import LogError
 
 from ..records import Backpressure, BackpressurePolicy, Message, StartAt, StartKind, TopicPartition
+from .commits import DeadlineCommitter
 from .headers import to_message
 from .pattern import TopicPattern
 from .producer import reason
@@ -46,7 +47,8 @@ class KafkaConsumer:
                  pattern: str | None = None, start: StartAt | None = None,
                  backpressure: Backpressure | None = None,
                  fetch_config: dict[str, Any] | None = None,
-                 session_timeout_ms: int = SESSION_TIMEOUT_MS) -> None:
+                 session_timeout_ms: int = SESSION_TIMEOUT_MS,
+                 commit_timeout_s: float = TIMEOUT_S) -> None:
         if bool(topics) == (pattern is not None):
             raise ValueError("give either topics or pattern")
         self._start = start or StartAt.committed()
@@ -62,6 +64,9 @@ class KafkaConsumer:
         })
         self._config = config
         self.group = group
+        self._commit_timeout_s = commit_timeout_s
+        self._committer: DeadlineCommitter[list[KafkaTopicPartition]] = DeadlineCommitter(
+            self._commit_now, f"kafka-commit-{group}")
         self._positioned: set[TopicPartition] = set()
         self._delivered: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}  # what this member committed
@@ -223,17 +228,22 @@ class KafkaConsumer:
                 self._consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, high))
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        """Synchronously commit next offsets (default: just after what ``poll`` returned)."""
+        """Synchronously commit next offsets (default: just after what ``poll`` returned);
+        ``KafkaCommitTimeoutError`` when the group's coordinator does not answer within
+        ``commit_timeout_s``."""
         pending = {tp: self._past_markers(tp, offset) for tp, offset
                    in (self._delivered if offsets is None else offsets).items()}
         if pending:
-            self._consumer.commit(offsets=[KafkaTopicPartition(tp.topic, tp.partition, off)
-                                           for tp, off in pending.items()],
-                                  asynchronous=False)
+            self._committer([KafkaTopicPartition(tp.topic, tp.partition, off)
+                             for tp, off in pending.items()], self._commit_timeout_s)
             self._committed.update(pending)
             for tp, offset in pending.items():
                 if self._delivered.get(tp, offset) < offset:
                     self._delivered[tp] = offset
+
+    def _commit_now(self, offsets: list[KafkaTopicPartition]) -> None:
+        """librdkafka's synchronous commit (on ``DeadlineCommitter``'s thread)."""
+        self._consumer.commit(offsets=offsets, asynchronous=False)
 
     def _past_markers(self, tp: TopicPartition, offset: int) -> int:
         """``offset``, or the position past it when it covers everything polled of ``tp``
@@ -252,4 +262,5 @@ class KafkaConsumer:
 
     def close(self) -> None:
         """Leave the group."""
+        self._committer.close()
         self._consumer.close()
