@@ -291,8 +291,8 @@ class KafkaAdmin:
 
     def group_lag(self, group: str) -> list[GroupLag]:
         """Committed offsets of ``group`` and the lag behind each high watermark."""
-        futures = self._client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        listed = futures[group].result(TIMEOUT_S)
+        listed = retrying(lambda: self._client.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)])[group].result(TIMEOUT_S))
         committed = {(tp.topic, tp.partition): int(tp.offset)
                      for tp in listed.topic_partitions if tp.offset >= 0}
         if not committed:

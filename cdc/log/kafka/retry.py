@@ -2,7 +2,10 @@
 topic's partitions answer NOT_LEADER_FOR_PARTITION for a moment after creation; a
 request queued for a broker that just died fails with _DESTROY_BROKER or _TRANSPORT
 until the client has the partition's new leader; a partition's new leader answers
-OFFSET_NOT_AVAILABLE for its offsets until its high watermark has caught up)."""
+OFFSET_NOT_AVAILABLE for its offsets until its high watermark has caught up; a group's
+coordinator answers COORDINATOR_LOAD_IN_PROGRESS while it loads the group offsets' partition,
+on a new cluster or after a failover, and NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE until
+the client has found its new one)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ T = TypeVar("T")
 RETRY_FOR_S = 30.0
 _SETTLING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._DESTROY_BROKER,
-                       KafkaError._TRANSPORT, KafkaError.OFFSET_NOT_AVAILABLE})
+                       KafkaError._TRANSPORT, KafkaError.OFFSET_NOT_AVAILABLE,
+                       KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR})
 
 
 def retrying(request: Callable[[], T], *, for_s: float = RETRY_FOR_S) -> T:

@@ -23,7 +23,9 @@ def failing(code: int, times: int) -> tuple[list[int], Callable[[], str]]:
 
 @pytest.mark.parametrize("code", [KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT,
                                   KafkaError.NOT_LEADER_FOR_PARTITION,
-                                  KafkaError.OFFSET_NOT_AVAILABLE])
+                                  KafkaError.OFFSET_NOT_AVAILABLE,
+                                  KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                  KafkaError.NOT_COORDINATOR])
 def test_a_request_to_a_broker_that_just_died_is_tried_again(code: int) -> None:
     calls, request = failing(code, times=2)
     assert retrying(request) == "answered"
