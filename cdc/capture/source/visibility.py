@@ -14,51 +14,25 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 
 from cdc.backoff import ExponentialBackoff
 
+from ..snapshot.watermarks import SnapshotXids
+
 log = logging.getLogger(__name__)
 
 _SNAPSHOT_SQL = "SELECT pg_catalog.pg_current_snapshot()::text"
-_XID_SPAN = 1 << 32
 BUDGET_S = 10.0
 _BACKOFF = ExponentialBackoff(0.002, 0.1)
-
-
-class Snapshot(NamedTuple):
-    """A snapshot's bounds and running transactions, as 64-bit (epoch-qualified) ids."""
-
-    xmin: int
-    xmax: int
-    running: frozenset[int]
-
-    @classmethod
-    def parse(cls, text: str) -> Snapshot:
-        """``xmin:xmax:xip,…`` as ``pg_current_snapshot()`` prints it."""
-        xmin, xmax, running = text.split(":")
-        return cls(int(xmin), int(xmax), frozenset(int(x) for x in running.split(",") if x))
-
-    def full_xid(self, xid: int) -> int:
-        """The 64-bit id of 32-bit ``xid``: the one nearest ``xmax`` (PostgreSQL keeps
-        every live id within 2**31 of it); at or past ``xmax`` when it had not ended yet."""
-        distance = (xid - self.xmax) % _XID_SPAN
-        if distance >= _XID_SPAN // 2:
-            distance -= _XID_SPAN
-        return self.xmax + distance
-
-    def sees(self, xid: int) -> bool:
-        """Whether transaction ``xid`` (32-bit) had ended before this snapshot."""
-        full = self.full_xid(xid)
-        return full < self.xmin or (full < self.xmax and full not in self.running)
 
 
 def transaction_visible(conn: psycopg.Connection[Any], xid: int) -> bool:
     """Whether a snapshot taken now (``conn`` in autocommit) sees transaction ``xid``."""
     row = conn.execute(_SNAPSHOT_SQL).fetchone()
-    return row is not None and Snapshot.parse(str(row[0])).sees(xid)
+    return row is not None and SnapshotXids.parse(str(row[0])).visible(xid)
 
 
 def wait_until_visible(conn: psycopg.Connection[Any], xid: int, *, budget_s: float = BUDGET_S,
