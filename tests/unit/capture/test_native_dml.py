@@ -60,7 +60,7 @@ from .test_native_snapshot import (
 
 KEEPS_SHAPES = (pg.Begin, pg.Commit, Insert, Update, Delete, pg.StreamStart, pg.StreamStop)
 
-CHECKS = settings(max_examples=250, deadline=None,
+CHECKS = settings(max_examples=150, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 OID = 16390
 

@@ -40,7 +40,7 @@ from cdc.capture.snapshot.native import NativeTable
 from cdc.log import Position, Record
 from cdc.native import CORE
 
-CHECKS = settings(max_examples=300, deadline=None,
+CHECKS = settings(max_examples=150, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LSN = (5 << 32) + 0x1234
 

@@ -28,7 +28,7 @@ def reference(item: SinkEvent) -> tuple[str, str, bytes, bytes] | None:
             orjson.dumps(event["after"]))
 
 
-@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=events_of(KEY_SCALARS))
 def test_snapshot_reads_are_stored_as_the_python_path_stores_them(
         events: list[SinkEvent]) -> None:
@@ -36,7 +36,7 @@ def test_snapshot_reads_are_stored_as_the_python_path_stores_them(
     assert native == [reference(item) for item in events]
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=events_of(JSON_VALUES))
 def test_any_key_is_stored_alike_or_left_to_python(events: list[SinkEvent]) -> None:
     for item, found in zip(events, CORE.join_loaded_rows(events), strict=True):

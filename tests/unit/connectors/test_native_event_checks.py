@@ -62,7 +62,7 @@ def same(native: list[SinkEvent], reference: list[SinkEvent]) -> None:
     assert [e.event for e in native] == [e.event for e in reference]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(values=st.lists(st.tuples(VALUES, st.integers(0, 3), st.integers(0, 2**53),
                                  st.integers(0, 5000)), max_size=12))
 def test_generated_batches_decode_as_the_reference_does(
@@ -73,7 +73,7 @@ def test_generated_batches_decode_as_the_reference_does(
     assert native.undecodable == reference.undecodable
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(raw=VALUES)
 def test_a_value_vouched_for_is_a_json_object_orjson_decodes(raw: bytes) -> None:
     checked = CORE.sink_event_checks([message(0, 0, raw, 1, 0)])

@@ -193,7 +193,7 @@ def plain_events(draw: st.DrawFn) -> list[SinkEvent]:
     return made
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=plain_events())
 def test_generated_plain_batches_give_identical_actions(events: list[SinkEvent]) -> None:
     rendered = native(events)

@@ -181,7 +181,7 @@ def events_of(draw: st.DrawFn, key_values: st.SearchStrategy[Any]) -> list[SinkE
     return made
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=events_of(KEY_SCALARS), template=st.sampled_from(TEMPLATES))
 def test_generated_plain_batches_give_identical_arguments(events: list[SinkEvent],
                                                           template: str) -> None:
@@ -190,7 +190,7 @@ def test_generated_plain_batches_give_identical_arguments(events: list[SinkEvent
     assert native == reference
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=75, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(events=events_of(JSON_VALUES), template=st.sampled_from(TEMPLATES))
 def test_any_key_gives_identical_arguments_or_python_decides(events: list[SinkEvent],
                                                              template: str) -> None:

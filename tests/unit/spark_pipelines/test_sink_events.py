@@ -89,7 +89,7 @@ def to_json(row: dict[str, Any]) -> str:
                          if value is not None}).decode()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(state_rows(), max_size=12), st.integers(1, 5))
 def test_events_equal_the_reference(rows: list[dict[str, Any]], batch_size: int) -> None:
     batches = list(event_batches(HISTORY, TOPIC, [to_json(row) for row in rows], batch_size))
