@@ -7,14 +7,16 @@ readers without Spark are mature (``deltalake``, a Rust library with no JVM; Duc
 ``delta`` extension; Trino).
 
 The first run writes each table's state (the newest columns with their types, then
-``_lsn``/``_seq``, the position of the row's last event, and ``_key``, the key's JSON
-text). Every later run reads only the log's records from the offsets the newest commit
-names up to the log's end now, takes each key's newest event among them and MERGEs those
-into the table (deletes delete; an upsert writes only over an older position, so a run
-repeated after a crash changes nothing), in one commit whose metadata names the new
-offsets. A kill at any point leaves the table at its last commit, which the next run goes
-on from. Time travel is Delta's: ``versionAsOf``/``timestampAsOf``; each commit's
-metadata names the newest commit LSN it holds (``versions``).
+``_lsn``/``_seq``, the position of the row's last event, ``_key``, the key's JSON text,
+and ``_hash``, the row's 60-bit hash: the run's checksum sums that one column rather than
+every value of a table an update barely touched). Every later run reads only the log's
+records from the offsets the newest commit names up to the log's end now, takes each
+key's newest event among them and MERGEs those into the table (deletes delete; an upsert
+writes only over an older position, so a run repeated after a crash changes nothing), in
+one commit whose metadata names the new offsets. A kill at any point leaves the
+table at its last commit, which the next run goes on from. Time travel is Delta's:
+``versionAsOf``/``timestampAsOf``; each commit's metadata names the newest commit LSN it
+holds (``versions``).
 
 A table with a column name Delta does not take as it is (a space, a comma, ``;{}()=``, a
 tab or a newline: PostgreSQL takes any) gets Delta's column mapping (``name`` mode), which
@@ -45,7 +47,7 @@ from pyspark.sql import functions as F
 from cdc.capture.lsn import format_lsn
 from cdc.crashpoints import crash_point
 
-from .checksum import spark_checksum
+from .checksum import hash_checksum, row_hash
 from .columns import quoted
 from .kafka_packages import with_package
 from .materialize import (
@@ -65,9 +67,11 @@ DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.0.0"
 _EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
-_STORED = (*POSITION_COLUMNS, KEY_COLUMN)
-# no deletion vectors (a MERGE would write them instead of rewriting the files it
-# touches): readers such as ``deltalake`` 1.6 refuse tables with them
+HASH_COLUMN = "_hash"  # the row's hash: the table's checksum reads this column alone
+_POSITIONED = (*POSITION_COLUMNS, KEY_COLUMN)
+# no deletion vectors: ``deltalake``'s ``to_pyarrow_table`` (1.6) refuses tables with them,
+# and they did not make the MERGE faster (2026-12-01, Delta 4.0, 100 k random keys of 1 M:
+# its two joins of the new rows with the table cost more than rewriting the files did)
 _TABLE_PROPERTIES = {"delta.enableDeletionVectors": "false"}
 # characters Delta refuses in a column name unless the table maps names to physical ones
 # (column mapping, then on: readers need to support it)
@@ -171,8 +175,7 @@ def update_lakehouse(spark: SparkSession, source: LogSource, history: TableHisto
     if reason is not None:
         warnings += _write_whole(spark, source, history, target, ends)
         how = f"written whole ({reason})"
-    written = spark.read.format("delta").load(str(target)).drop(*_STORED)
-    rows, checksum = spark_checksum(written)
+    rows, checksum = hash_checksum(spark.read.format("delta").load(str(target)), HASH_COLUMN)
     spark.catalog.clearCache()
     return TableResult(history.name, rows, checksum, target, time.perf_counter() - started,
                        [*warnings, f"{history.name}: {how}"])
@@ -208,7 +211,8 @@ def _write_whole(spark: SparkSession, source: LogSource, history: TableHistory,
                  target: Path, ends: EndOffsets) -> list[str]:
     state = text_state(spark, source, history, ends, with_deletes=True).persist(
         StorageLevel.MEMORY_AND_DISK)  # computed once: checked, its newest LSN, written
-    typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
+    typed, kept = typed_state(state, history.newest, (*_POSITIONED, OP_COLUMN))
+    typed = _hashed(typed)
     lsn = _newest_lsn(typed, 0)
     position = LogPosition(source.topic(history.name), dict(ends), lsn, history.newest.version)
     writer = (typed.where(F.col(OP_COLUMN).isin(*UPSERTS)).drop(OP_COLUMN)
@@ -249,18 +253,23 @@ def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target
     row = text_row(history)
     records = source.read(spark, topic, event_type(row), ends, last.ends).persist(
         StorageLevel.MEMORY_AND_DISK)  # the new events only: read once, looked at twice
-    inexact = records.where((F.col("value.op") == "t") | (F.size(F.coalesce(
-        F.col("value.unchanged"), F.array().cast("array<string>"))) > 0))
-    if inexact.limit(1).count():
+    inexact = (F.col("value.op") == "t") | (F.size(F.coalesce(
+        F.col("value.unchanged"), F.array().cast("array<string>"))) > 0)
+    found = records.agg(F.count(F.when(inexact, 1)).alias("inexact"),
+                        F.max("lsn").alias("newest")).collect()[0]  # one pass for both
+    if found["inexact"]:
         return "the new events hold a truncate or leave TOASTed columns out", []
     state = current_state(records, row.fieldNames(), with_deletes=True)
-    typed, kept = typed_state(state, history.newest, (*_STORED, OP_COLUMN))
+    typed, kept = typed_state(state, history.newest, (*_POSITIONED, OP_COLUMN))
+    typed = _hashed(typed)
     table = DeltaTable.forPath(spark, str(target))
     stored = table.toDF().schema
+    if HASH_COLUMN not in stored.fieldNames():
+        return f"the table has no {HASH_COLUMN} column (written by an earlier version)", []
     if [(f.name, f.dataType) for f in stored] != [
             (f.name, f.dataType) for f in typed.drop(OP_COLUMN).schema]:
         return "a column's type changed (a value no longer fits it)", []
-    position = LogPosition(topic, dict(ends), _newest_lsn(typed, last.lsn),
+    position = LogPosition(topic, dict(ends), max(last.lsn, int(found["newest"] or 0)),
                            history.newest.version)
     columns: dict[str, str | Column] = {
         quoted(name): F.col(f"s.{quoted(name)}") for name in stored.fieldNames()}
@@ -276,6 +285,14 @@ def _merge(spark: SparkSession, source: LogSource, history: TableHistory, target
          .execute())
     crash_point("lakehouse.after_merge")
     return None, [k.warning(history.name) for k in kept]
+
+
+def _hashed(typed: DataFrame) -> DataFrame:
+    """``typed`` with each row's hash of its table's columns (``_hash``) after ``_key``."""
+    values = [quoted(name) for name in typed.columns
+              if name not in (*_POSITIONED, OP_COLUMN)]
+    return typed.select(*values, *_POSITIONED,
+                        row_hash(typed.select(*values).schema).alias(HASH_COLUMN), OP_COLUMN)
 
 
 def _newest_lsn(state: DataFrame, floor: int) -> int:

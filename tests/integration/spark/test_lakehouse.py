@@ -45,7 +45,7 @@ pytestmark = pytest.mark.integration
 __all__ = ["capture_env", "run_capture"]
 
 TABLE = "public.items"
-STORED = ("_lsn", "_seq", "_key")
+STORED = ("_lsn", "_seq", "_key", "_hash")
 
 
 def delta_run(env: CaptureEnv, out: Path, crash_at: str | None = None,

@@ -22,7 +22,7 @@ from cdc.cli import main
 from cdc.log import Record, StartAt
 from cdc.log.file import FileLog
 from cdc.log.kafka import KafkaLog
-from spark_pipelines.checksum import python_checksum
+from spark_pipelines.checksum import hash_checksum, python_checksum, row_hash
 from tests.integration.capture.conftest import CaptureEnv, capture_env, run_capture
 
 pytestmark = pytest.mark.integration
@@ -127,6 +127,9 @@ def test_materialize_and_state_as_of_equal_postgresql(
     assert dict(parquet.dtypes)["price"] == "decimal(12,2)"
     assert dict(parquet.dtypes)["at"] == "timestamp"
     assert {r["id"] for r in parquet.collect()} == {r["id"] for r in rows_of(env)}
+    values = parquet.drop("_lsn", "_seq")
+    hashed = values.withColumn("_hash", row_hash(values.schema))  # as a Delta table keeps it
+    assert hash_checksum(hashed, "_hash") == want
 
     past = replay("state-as-of", "-c", str(env.config_path), "--tables", TABLE,
                   "--output", str(out), "--as-of", format_lsn(as_of))
