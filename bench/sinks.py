@@ -135,12 +135,13 @@ def versioned_actions(events: list[Event], index: str) -> Iterator[dict[str, Any
         yield action
 
 
-def warm_up(client: OpenSearch, events: list[Event]) -> None:
-    """Index some events into throwaway indices first, both plain and versioned (the
-    sink's kind of request), so neither measured run pays the JVM's JIT compilation
-    of its request path (measured: 1.4-3 s of compiler CPU for whichever ran first)."""
+def warm_up(client: OpenSearch, events: list[Event], count: int = 20_000) -> None:
+    """Index the first ``count`` events into throwaway indices first, both plain and
+    versioned (the sink's kind of request), so neither measured run pays the JVM's JIT
+    compilation of its request path (measured: 1.4-3 s of compiler CPU for whichever ran
+    first)."""
     for index, actions in (("warmup", bulk_actions), ("warmup-versioned", versioned_actions)):
-        helpers.bulk(client, actions(events[:20_000], index), chunk_size=BATCH,
+        helpers.bulk(client, actions(events[:count], index), chunk_size=BATCH,
                      raise_on_error=False)
         client.indices.delete(index=index)
 

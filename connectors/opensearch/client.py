@@ -58,7 +58,10 @@ def failover_options(nodes: int) -> FailoverOptions:
 
 
 def make_client(config: OpenSearchSinkConfig) -> OpenSearch:
-    """A client for the configured cluster (credentials kept out of the URLs)."""
+    """A client for the configured cluster (credentials kept out of the URLs); each node's
+    connection pool keeps a connection for every bulk request in flight, and one more for
+    the sink's other requests (urllib3 keeps one by default: with two bulk requests in
+    flight it opened a new connection for every other request)."""
     auth = None
     if config.username is not None and config.password is not None:
         auth = (config.username, config.password.get_secret_value())
@@ -66,4 +69,5 @@ def make_client(config: OpenSearchSinkConfig) -> OpenSearch:
                       verify_certs=config.verify_certs,
                       ca_certs=str(config.ca_certs) if config.ca_certs else None,
                       timeout=config.request_timeout.total_seconds(),
-                      serializer=OrjsonSerializer(), **failover_options(len(config.hosts)))
+                      serializer=OrjsonSerializer(), pool_maxsize=config.bulk_concurrency + 1,
+                      **failover_options(len(config.hosts)))

@@ -37,6 +37,8 @@ KIND_BOOL = CORE.FIELD_KINDS["bool"]
 KIND_OBJECT = CORE.FIELD_KINDS["object"]
 KIND_ARRAY = CORE.FIELD_KINDS["array"]
 KIND_NULL = CORE.FIELD_KINDS["null"]
+# reported with KIND_STR for "infinity" and "-infinity", which a date field cannot index
+KIND_INFINITE_TEXT = CORE.FIELD_KINDS["infinite_text"]
 KIND_TYPES: tuple[tuple[int, type], ...] = (
     (KIND_STR, str), (KIND_INT, int), (KIND_BIG_INT, int), (KIND_FLOAT, float),
     (KIND_BOOL, bool), (KIND_OBJECT, dict), (KIND_ARRAY, list))
@@ -101,9 +103,16 @@ def vouched(kinds: Mapping[str, int], mappings: Mapping[str, Mapping[str, Any]],
         fit = fitting.get(name, frozenset())
         for bit, kind in KIND_TYPES:
             if bits & bit and kind not in fit and not (
-                    bit == KIND_INT and mapping.get("type") == "long"):
+                    bit == KIND_INT and mapping.get("type") == "long") and not (
+                    bit == KIND_STR and _finite_date_text(bits, mapping)):
                 return False
     return True
+
+
+def _finite_date_text(bits: int, mapping: Mapping[str, Any]) -> bool:
+    """True when a date field's strings are none of the infinities it cannot index
+    (``unindexed._fits``: a date takes any other string)."""
+    return not bits & KIND_INFINITE_TEXT and mapping_kind(mapping) == "date"
 
 
 def deep_vouched(kinds: Mapping[str, int], mappings: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -137,8 +146,11 @@ def _fitting_bits(mapping: Mapping[str, Any]) -> int:
     if kind == "flat_object":
         return KIND_OBJECT | KIND_NULL  # a list must hold only objects: looked at
     types = fitting_types(mapping)
-    bits = _PASSED_OVER | (KIND_INT if kind == "long" else 0)
+    bits = _PASSED_OVER | (KIND_INT if kind == "long" else 0) | (
+        KIND_STR if kind == "date" else 0)  # not KIND_INFINITE_TEXT: looked at
     for bit, python_type in KIND_TYPES:
         if python_type in types:
             bits |= bit
+    if types and str in types:  # every string fits, the infinities too
+        bits |= KIND_INFINITE_TEXT
     return bits

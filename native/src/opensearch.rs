@@ -12,24 +12,30 @@
 use crate::convert::json::push_string;
 
 /// A field's value kinds, as bits (the module exports them as `FIELD_KINDS`, which
-/// `connectors/opensearch/native_actions.py` reads). A string.
-pub const KIND_STR: u8 = 1;
+/// `connectors/opensearch/native_actions.py` reads).
+pub type Kind = u16;
+/// A string.
+pub const KIND_STR: Kind = 1;
 /// An integer within a signed 64-bit `long`.
-pub const KIND_INT: u8 = 2;
+pub const KIND_INT: Kind = 2;
 /// An integer past a `long` (up to `u64::MAX`).
-pub const KIND_BIG_INT: u8 = 4;
+pub const KIND_BIG_INT: Kind = 4;
 /// A float.
-pub const KIND_FLOAT: u8 = 8;
+pub const KIND_FLOAT: Kind = 8;
 /// `true` or `false`.
-pub const KIND_BOOL: u8 = 16;
+pub const KIND_BOOL: Kind = 16;
 /// An object.
-pub const KIND_OBJECT: u8 = 32;
+pub const KIND_OBJECT: Kind = 32;
 /// An array.
-pub const KIND_ARRAY: u8 = 64;
+pub const KIND_ARRAY: Kind = 64;
 /// `null`.
-pub const KIND_NULL: u8 = 128;
+pub const KIND_NULL: Kind = 128;
+/// The string `infinity` or `-infinity` (reported with `KIND_STR`): PostgreSQL's
+/// infinite timestamps and dates, which a `date` field cannot index (every other
+/// string the sink leaves to OpenSearch's date parsing).
+pub const KIND_INFINITE_TEXT: Kind = 256;
 /// Every kind by the name Python knows it by.
-pub const FIELD_KINDS: [(&str, u8); 8] = [
+pub const FIELD_KINDS: [(&str, Kind); 9] = [
     ("str", KIND_STR),
     ("int", KIND_INT),
     ("big_int", KIND_BIG_INT),
@@ -38,6 +44,7 @@ pub const FIELD_KINDS: [(&str, u8); 8] = [
     ("object", KIND_OBJECT),
     ("array", KIND_ARRAY),
     ("null", KIND_NULL),
+    ("infinite_text", KIND_INFINITE_TEXT),
 ];
 
 /// What joins the names of a path in `deep_kinds` (a control character: never in a
@@ -80,7 +87,7 @@ pub fn push_action(
 /// The top-level fields of `document` (compact JSON as orjson writes it: no blanks) with
 /// the kind of each value, in order; `None` for what this does not read (not an object,
 /// a field name with an escape, malformed input): the Python path decides then.
-pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, u8)>> {
+pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, Kind)>> {
     let mut scan = Scan {
         raw: document,
         at: 0,
@@ -99,7 +106,7 @@ pub fn field_kinds(document: &[u8]) -> Option<Vec<(&str, u8)>> {
 /// applies to each of them. False for what this does not read (the `field_kinds` cases,
 /// a name with an escape at any depth, nesting past `MAX_DEPTH`): the reports made are
 /// then incomplete.
-pub fn deep_kinds(document: &[u8], path: &mut String, report: &mut impl FnMut(&str, u8)) -> bool {
+pub fn deep_kinds(document: &[u8], path: &mut String, report: &mut impl FnMut(&str, Kind)) -> bool {
     let mut scan = Scan {
         raw: document,
         at: 0,
@@ -151,9 +158,16 @@ impl<'a> Scan<'a> {
     }
 
     /// Skip one value; its kind.
-    fn value(&mut self) -> Option<u8> {
+    fn value(&mut self) -> Option<Kind> {
         match self.peek()? {
-            b'"' => self.skip_string().map(|()| KIND_STR),
+            b'"' => {
+                let start = self.at;
+                self.skip_string()?;
+                Some(match &self.raw[start..self.at] {
+                    b"\"infinity\"" | b"\"-infinity\"" => KIND_STR | KIND_INFINITE_TEXT,
+                    _ => KIND_STR,
+                })
+            }
             b'{' | b'[' => {
                 let kind = if self.peek()? == b'{' {
                     KIND_OBJECT
@@ -199,7 +213,7 @@ impl<'a> Scan<'a> {
     fn members(
         &mut self,
         path: &mut String,
-        report: &mut impl FnMut(&str, u8),
+        report: &mut impl FnMut(&str, Kind),
         depth: usize,
     ) -> Option<()> {
         self.object(|scan, name| {
@@ -218,7 +232,7 @@ impl<'a> Scan<'a> {
     fn deep(
         &mut self,
         path: &mut String,
-        report: &mut impl FnMut(&str, u8),
+        report: &mut impl FnMut(&str, Kind),
         depth: usize,
     ) -> Option<()> {
         if depth >= MAX_DEPTH {
@@ -282,7 +296,7 @@ impl<'a> Scan<'a> {
 
     /// A number's kind as Python decodes it: an integer unless it has a fraction or an
     /// exponent (orjson writes every float so), a `long` when it fits one.
-    fn number(&mut self) -> Option<u8> {
+    fn number(&mut self) -> Option<Kind> {
         let start = self.at;
         while self
             .peek()
@@ -343,8 +357,27 @@ mod tests {
         assert_eq!(field_kinds(b"{}"), Some(vec![]));
     }
 
-    fn deep(document: &[u8]) -> Option<Vec<(String, u8)>> {
-        let mut found: Vec<(String, u8)> = Vec::new();
+    #[test]
+    fn infinite_text_is_told_apart() {
+        let document =
+            br#"{"a":"infinity","b":"-infinity","c":"Infinity","d":"infinity ","e":["infinity"]}"#;
+        let infinite = KIND_STR | KIND_INFINITE_TEXT;
+        assert_eq!(
+            field_kinds(document),
+            Some(vec![
+                ("a", infinite),
+                ("b", infinite),
+                ("c", KIND_STR),
+                ("d", KIND_STR),
+                ("e", KIND_ARRAY)
+            ])
+        );
+        let found = deep(document).unwrap();
+        assert!(found.contains(&("e".to_owned(), infinite)));
+    }
+
+    fn deep(document: &[u8]) -> Option<Vec<(String, Kind)>> {
+        let mut found: Vec<(String, Kind)> = Vec::new();
         let mut path = String::new();
         deep_kinds(document, &mut path, &mut |at, kind| {
             found.push((at.replace(PATH_SEPARATOR, "."), kind))

@@ -10,8 +10,10 @@ from typing import Any
 from connectors.opensearch.native_actions import (
     KIND_BIG_INT,
     KIND_BOOL,
+    KIND_INFINITE_TEXT,
     KIND_INT,
     KIND_NULL,
+    KIND_STR,
     KIND_TYPES,
     PATH_SEPARATOR,
 )
@@ -20,13 +22,15 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def kind_of(value: Any) -> int:
-    """The ``KIND_*`` bit of ``value``, as the renderer reports the values it meets."""
+    """The ``KIND_*`` bits of ``value``, as the renderer reports the values it meets."""
     if value is None:
         return KIND_NULL
     if isinstance(value, bool):
         return KIND_BOOL  # before int: a bool is an int in Python
     if isinstance(value, int):
         return KIND_INT if _LONG_MIN <= value <= _LONG_MAX else KIND_BIG_INT
+    if value in ("infinity", "-infinity"):  # a date field cannot index these
+        return KIND_STR | KIND_INFINITE_TEXT
     for bit, kind in KIND_TYPES:
         if isinstance(value, kind):
             return bit

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::json::push_string;
-use crate::opensearch::{deep_kinds, field_kinds, push_action};
+use crate::opensearch::{deep_kinds, field_kinds, push_action, Kind};
 use crate::redis_args::push_encoded_key;
 
 use super::sink_event::{plain, Lookup, Tables};
@@ -17,7 +17,7 @@ use super::sink_event::{plain, Lookup, Tables};
 /// every value by its path (None once a document was not read so: `deep_kinds`).
 struct TableSpec {
     alias_json: Vec<u8>,
-    kinds: Vec<(String, u8)>,
+    kinds: Vec<(String, Kind)>,
     positions: HashMap<String, usize>,
     deep: Option<PathKinds>,
 }
@@ -27,13 +27,13 @@ struct TableSpec {
 /// path is mostly the one after the last (no hashing).
 #[derive(Default)]
 struct PathKinds {
-    kinds: Vec<(String, u8)>,
+    kinds: Vec<(String, Kind)>,
     positions: HashMap<String, usize>,
     next: usize,
 }
 
 impl PathKinds {
-    fn add(&mut self, path: &str, kind: u8) {
+    fn add(&mut self, path: &str, kind: Kind) {
         let position = match self.kinds.get(self.next) {
             Some((known, _)) if known == path => self.next,
             _ => match self.positions.get(path) {
@@ -79,7 +79,7 @@ impl TableSpec {
         }
     }
 
-    fn add_kind(&mut self, at: usize, name: &str, kind: u8) {
+    fn add_kind(&mut self, at: usize, name: &str, kind: Kind) {
         if let Some((known, kinds)) = self.kinds.get_mut(at) {
             if known == name {
                 *kinds |= kind; // fields mostly come in the same order

@@ -46,7 +46,8 @@ def batches(table: TableEvents) -> list[list[SinkEvent]]:
         [table.upsert({"id": 1, "n": 0, "t": "stale"}, 150),  # older than stored: no-op
          table.upsert({"id": 4, "n": "NaN", "t": "kept"}, 300),  # unindexable, counted
          table.upsert({"id": 5, "ok": "maybe", "t": "kept too"}, 300, 1),  # ignore_malformed
-         table.upsert({"id": 6, "n": {"an": "object"}, "t": "six"}, 300, 2)],  # counted
+         table.upsert({"id": 6, "n": {"an": "object"}, "t": "six"}, 300, 2),  # counted
+         table.upsert({"id": 7, "t": "seven", "at": "infinity"}, 300, 3)],  # counted
     ]
 
 
@@ -57,7 +58,7 @@ def test_both_paths_write_the_same(opensearch_url: str, client: OpenSearch,
     """Also through a view that passes rows as they are to its target (a joined view's
     records reach their sink so): the native path writes them into the target."""
     results: dict[bool, list[list[tuple[int, str]]]] = {}
-    counted: dict[bool, float] = {}
+    counted: dict[bool, tuple[float, float]] = {}
     python_reads: dict[bool, int] = {}
     for native in (True, False):
         alias = f"{unique_name}_{'native' if native else 'python'}"
@@ -75,7 +76,7 @@ def test_both_paths_write_the_same(opensearch_url: str, client: OpenSearch,
             return read(batch)
 
         monkeypatch.setattr(sink._reader, "read", counting)
-        before = UNINDEXED.labels(alias, "n")._value.get()
+        before = [UNINDEXED.labels(alias, field)._value.get() for field in ("n", "at")]
         sink.open()
         try:
             table = TableEvents(table="orders")
@@ -84,15 +85,18 @@ def test_both_paths_write_the_same(opensearch_url: str, client: OpenSearch,
                 for b in batches(table)]
         finally:
             sink.close()
-        counted[native] = UNINDEXED.labels(alias, "n")._value.get() - before
+        n, at = (UNINDEXED.labels(alias, field)._value.get() - was
+                 for field, was in zip(("n", "at"), before, strict=True))
+        counted[native] = (n, at)
     assert results[True] == results[False]
     assert results[True] == [[], [], []]
-    assert counted[True] == counted[False] == 2  # "NaN" and an object in the long field
+    # "NaN" and an object in the long field; "infinity" in the date field
+    assert counted[True] == counted[False] == (2, 1)
     assert python_reads[True] == 1 and python_reads[False] == 3  # only the first: new fields
     native_docs = documents(client, f"{unique_name}_native")
     python_docs = documents(client, f"{unique_name}_python")
     assert native_docs == python_docs
     assert native_docs["1"] == (200 << 10, {"id": 1, "n": 10, "t": "é\"\n",
                                             "at": "2026-01-02"})
-    assert sorted(native_docs) == ["1", "3", "4", "5", "6"]
+    assert sorted(native_docs) == ["1", "3", "4", "5", "6", "7"]
     assert not client.indices.exists(index=f"{unique_name}_unused")  # the view's target

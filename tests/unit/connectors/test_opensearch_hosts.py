@@ -132,3 +132,12 @@ def test_an_answer_is_not_retried_on_another_node(cluster: OpenSearch) -> None:
         send(cluster, actions(), 500, 1 << 20)
     assert FakeNode.requests == ["http://a:9200"]
     assert send(cluster, actions(), 500, 1 << 20) == []  # a is not dead: round robin to b
+
+
+def test_each_node_keeps_a_connection_for_every_bulk_request_in_flight() -> None:
+    """urllib3 keeps one connection a node by default: a second bulk request in flight
+    opened (and dropped) a connection of its own every time."""
+    client = make_client(OpenSearchSinkConfig.model_validate(
+        {"hosts": ["http://a:9200", "http://b:9200"], "bulk_concurrency": 3}))
+    pools = [node.pool for node in client.transport.connection_pool.connections]
+    assert [pool.pool.maxsize for pool in pools] == [4, 4]

@@ -22,6 +22,7 @@ from connectors.opensearch.bulk import delete_action, index_action
 from connectors.opensearch.native_actions import (
     KIND_BIG_INT,
     KIND_FLOAT,
+    KIND_INFINITE_TEXT,
     KIND_INT,
     KIND_NULL,
     KIND_OBJECT,
@@ -231,6 +232,11 @@ def test_vouched_documents_have_no_unindexable_value() -> None:
     assert vouched({"id": KIND_INT | KIND_NULL, "note": KIND_STR}, orders, always_fitting(orders))
     assert not vouched({"id": KIND_BIG_INT}, orders, always_fitting(orders))
     assert not vouched({"note": KIND_OBJECT}, orders, always_fitting(orders))
+    dated = {"at": MAPPINGS["date"], "note": MAPPINGS["text"]}
+    assert vouched({"at": KIND_STR | KIND_NULL}, dated, always_fitting(dated))
+    infinite = KIND_STR | KIND_INFINITE_TEXT
+    assert not vouched({"at": infinite}, dated, always_fitting(dated))
+    assert vouched({"note": infinite}, dated, always_fitting(dated)), "a text takes any"
 
 
 def test_deep_vouched_documents_have_no_unindexable_value() -> None:
@@ -258,7 +264,9 @@ def test_deep_vouched_documents_have_no_unindexable_value() -> None:
     typed = {**JOINED, "customer": {"properties": {"name": JOINED["customer"]["properties"][
         "name"], "n": JOINED["customer"]["properties"]["n"]}}}  # no date: vouched by type
     assert deep_vouched(deep_kinds_of({**record, "customer": {"name": "Ann", "n": 3}}), typed)
-    assert not deep_vouched(deep_kinds_of(record), JOINED), "a date is looked at"
+    assert deep_vouched(deep_kinds_of(record), JOINED), "a date's text is indexed"
+    infinite = {**record, "customer": {"name": "Ann", "n": 3, "at": "infinity"}}
+    assert not deep_vouched(deep_kinds_of(infinite), JOINED), "an infinite date is looked at"
     assert not deep_vouched(deep_kinds_of({**record, "items": [{"line": 2**64}]}), JOINED)
     assert not deep_vouched(deep_kinds_of({**record, "items": ["scalar"]}), JOINED)
 
