@@ -9,7 +9,10 @@ time, each reading its own slot into its own durable file log (3 partitions):
 1. ``cdc capture`` alone, timed until the log holds every event (``bench.capture``);
 2. ``cdc run`` with one Redis connector (as the README deploys it), timed from its start
    until the connector's group has committed every event: each is then in Redis;
-3. the same with one OpenSearch connector (every bulk request acknowledged).
+3. the same with one OpenSearch connector (every bulk request acknowledged), on a node
+   warmed first by 450,000 plain and as many versioned index operations into throwaway
+   indices (``warm_opensearch``: a cold node spent ~40 % of its CPU in the JIT compiler
+   during the timed run).
 
 Per pipeline: events/s, peak summed RSS of ``cdc run`` and its children, and the CPU
 µs per event of each process (``cdc run``'s supervisor, capture and connector, the sink's
