@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from cdc.capture.lsn import format_lsn
@@ -24,7 +23,7 @@ from .checksum import spark_checksum
 from .materialize import POSITION_COLUMNS
 from .source import LogSource
 from .state import TableHistory, text_state
-from .typed import KeptAsText, observed_typed_state, typed_state
+from .typed import observed_typed_state, typed_as_found
 
 if TYPE_CHECKING:
     from .task_writes import TaskCounts
@@ -61,11 +60,9 @@ def materialize_tables(spark: SparkSession, source: LogSource, tables: Sequence[
         typed, lost = observed_typed_state(state, history.newest, POSITION_COLUMNS)
         target = output_dir(output, as_of_lsn) / history.name
         typed.write.mode("overwrite").parquet(str(target))
-        kept: list[KeptAsText] = []
-        if lost():  # a value did not fit its type: such columns are written as text
-            # computed once more, for the check and the write both (not once for each)
-            state = state.persist(StorageLevel.MEMORY_AND_DISK)
-            typed, kept = typed_state(state, history.newest, POSITION_COLUMNS)
+        kept = lost()
+        if kept:  # a value did not fit its type: such columns are written as text
+            typed = typed_as_found(state, history.newest, kept, POSITION_COLUMNS)
             typed.write.mode("overwrite").parquet(str(target))
         written = spark.read.parquet(str(target)).drop(*POSITION_COLUMNS)
         rows, checksum = spark_checksum(written)

@@ -8,16 +8,18 @@ any such column as its exact text instead, with a warning naming the table, the 
 many values and one example.
 
 A job that writes the state once (``materialize``) need not check first: it writes the
-typed columns and counts the values lost on the way, in the write itself
-(``observed_typed_state``: Spark's ``observe``); only when one was lost, which is rare, it
-checks and writes again. The check's pass over the state is saved (~1 s of 20 for 1 M
-rows).
+typed columns and finds the values lost on the way, counts and smallest texts, in the
+write itself (``observed_typed_state``: Spark's ``observe``); only when one was lost,
+which is rare, it writes again with those columns as text (``typed_as_found``). The
+check's pass over the state is saved (~1 s of 20 for 1 M rows), and when a value was
+lost, the check's pass before the second write too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
@@ -68,29 +70,51 @@ def typed_state(state: DataFrame, table: TableColumns,
     types, checked = _column_types(table)
     kept: list[KeptAsText] = []
     if checked:
-        lost = {name: F.col(quoted(name)).isNotNull() & _converted(name, types[name]).isNull()
-                for name in checked}
-        found = state.agg(*[aggregate for number, name in enumerate(checked) for aggregate in (
-            F.count(F.when(lost[name], 1)).alias(f"c{number}"),
-            F.min(F.when(lost[name], F.col(quoted(name)))).alias(f"e{number}"))]).collect()[0]
-        for number, name in enumerate(checked):
-            if found[f"c{number}"]:
-                example = found[f"e{number}"]
-                kept.append(KeptAsText(name, types[name].simpleString(), int(found[f"c{number}"]),
-                                       "" if example is None else str(example)))
-                types[name] = StringType()
-    return state.select(*_typed_columns(types), *passed), kept
+        found = state.agg(*_lost_aggregates(
+            {name: F.col(quoted(name)) for name in checked},
+            {name: _converted(name, types[name]) for name in checked})).collect()[0]
+        kept = _kept_as_text(found.asDict(), checked, types)
+    return typed_as_found(state, table, kept, passed), kept
+
+
+def typed_as_found(state: DataFrame, table: TableColumns, kept: Sequence[KeptAsText],
+                   passed: Sequence[str] = ()) -> DataFrame:
+    """``state``'s table columns converted but for the ``kept`` ones (their text), then
+    the columns ``passed`` as they are."""
+    types, _ = _column_types(table)
+    for column in kept:
+        types[column.column] = StringType()
+    return state.select(*_typed_columns(types), *passed)
+
+
+def _lost_aggregates(texts: dict[str, Column], converted: dict[str, Column]) -> list[Column]:
+    """For each column (by number, in ``texts``' order): how many of its values were lost
+    to their type (``c<n>``), and the smallest such text (``e<n>``)."""
+    aggregates = []
+    for number, (name, text) in enumerate(texts.items()):
+        lost = text.isNotNull() & converted[name].isNull()
+        aggregates += [F.count(F.when(lost, 1)).alias(f"c{number}"),
+                       F.min(F.when(lost, text)).alias(f"e{number}")]
+    return aggregates
+
+
+def _kept_as_text(found: dict[str, Any], checked: Sequence[str],
+                  types: dict[str, DataType]) -> list[KeptAsText]:
+    """The columns ``_lost_aggregates`` found values lost in."""
+    return [KeptAsText(name, types[name].simpleString(), int(found[f"c{number}"]),
+                       "" if found[f"e{number}"] is None else str(found[f"e{number}"]))
+            for number, name in enumerate(checked) if found[f"c{number}"]]
 
 
 def observed_typed_state(state: DataFrame, table: TableColumns, passed: Sequence[str] = ()
-                         ) -> tuple[DataFrame, Callable[[], bool]]:
+                         ) -> tuple[DataFrame, Callable[[], list[KeptAsText]]]:
     """``state``'s columns converted as by ``typed_state``, no column kept as text, with
-    the values lost counted while an action (the write) runs; and a function telling,
-    after that action, whether any was (then ``typed_state`` decides and the frame is
-    written again). A task run twice may count twice: only zero or not matters."""
+    the values lost found while an action (the write) runs; and a function giving, after
+    that action, the columns that lost any (then ``typed_as_found`` with them is written
+    instead). A task run twice may count its values twice in ``KeptAsText.values``."""
     types, checked = _column_types(table)
     if not checked:
-        return state.select(*_typed_columns(types), *passed), lambda: False
+        return state.select(*_typed_columns(types), *passed), list
     taken = set(state.columns)
     prefix = next(f"_text{n}_" for n in range(len(taken) + 1)
                   if not any(column.startswith(f"_text{n}_") for column in taken))
@@ -98,11 +122,11 @@ def observed_typed_state(state: DataFrame, table: TableColumns, passed: Sequence
     converted = state.select(*_typed_columns(types), *passed,
                              *[F.col(quoted(name)).alias(text) for name, text in texts.items()])
     observation = Observation("values lost to their types")
-    observed = converted.observe(observation, *[
-        F.count(F.when(F.col(text).isNotNull() & F.col(quoted(name)).isNull(), 1))
-        .alias(f"c{number}") for number, (name, text) in enumerate(texts.items())])
+    observed = converted.observe(observation, *_lost_aggregates(
+        {name: F.col(text) for name, text in texts.items()},
+        {name: F.col(quoted(name)) for name in checked}))
 
-    def any_lost() -> bool:
-        return any(count for count in observation.get.values())
+    def kept_as_text() -> list[KeptAsText]:
+        return _kept_as_text(observation.get, checked, types)
 
-    return observed.drop(*texts.values()), any_lost
+    return observed.drop(*texts.values()), kept_as_text
