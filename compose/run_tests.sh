@@ -13,8 +13,10 @@
 #     and the secret-leak sweep, ~1:20, moved beside; 2026-12-01, with the native core's
 #     checks beside too: integration 26:26 against 0:30 + 3:48 + 21:29, and the schema
 #     change's Spark job, ~0:17, moved beside, where the shared Spark session runs;
-#     2026-12-02: integration 24:05 against 0:30 + 2:28 + 23:41, then the columnar
-#     tests' Spark jobs ~2–3 min shorter).
+#     2026-12-02: integration 24:05 against 0:30 + 2:28 + 23:41; then the columnar
+#     tests' Spark jobs ~2–3 min shorter, the joined views' Spark rebuild, ~1:20 of the
+#     integration stream with its own Spark JVM, moved beside (~0:40 there), and the
+#     secret-leak sweep, ~1:00, back).
 # The second stream's report is printed after the first's. Fails if any run fails.
 # Arguments are passed to every run (PYTEST_ARGS). NATIVE_CHECKS, when set, is a command
 # the second stream runs first (make test: the native core's cargo test and clippy).
@@ -31,8 +33,7 @@ export SPARK_SUBMIT_OPTS="${SPARK_SUBMIT_OPTS:+$SPARK_SUBMIT_OPTS }$QUICK_JVM"
 export SPARK_LAUNCHER_OPTS="${SPARK_LAUNCHER_OPTS:+$SPARK_LAUNCHER_OPTS }$QUICK_JVM"
 export DISTRIBUTARY_SERVER_JVM_OPTIONS="${DISTRIBUTARY_SERVER_JVM_OPTIONS:+$DISTRIBUTARY_SERVER_JVM_OPTIONS }$QUICK_JVM"
 BESIDE=(tests/integration/spark tests/integration/capture/test_schema_spark.py
-        tests/integration/packaging tests/integration/chaos/test_chaos_short.py
-        tests/integration/security/test_no_secret_leaks.py)
+        tests/integration/packaging tests/integration/chaos/test_chaos_short.py)
 
 # The Spark jobs' class archive (make setup's last step; `make test` leaves it to here when
 # SETUP_CLASS_ARCHIVE=later): built beside the first tests, none of which needs it, and

@@ -10,8 +10,10 @@ from typing import Any, cast
 import orjson
 import pytest
 import redis
+from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
+from cdc.cli import main
 from cdc.config import load_config
 from cdc.log import Position, Record
 from cdc.log.file import FileLog
@@ -23,6 +25,7 @@ from spark_pipelines.join_gather import JoinedTables, note_ends
 from spark_pipelines.join_rebuild import catch_up_joined
 from spark_pipelines.source import LogSource
 from spark_pipelines.state import load_histories
+from tests.integration.connectors import test_joined_views as shop
 
 from .test_replay_materialize import replay
 
@@ -225,3 +228,23 @@ connectors:
     caught_up = search_documents(client, target)
     assert {id_: source for id_, (source, _) in caught_up.items()} == expected(view, final)
     assert caught_up["1"][1] == newest["order_items:1:5"]
+
+
+def test_a_rebuild_after_a_random_workload_and_a_kill_makes_the_same_documents(
+        fresh_database: str, unique_name: str, tmp_path: Path, opensearch_url: str,
+        redis_url: str, spark: Any) -> None:
+    """``cdc run`` keeps the joined documents exact through a random workload and a kill
+    -9 (``test_joined_views``); then ``cdc replay rebuild-search`` (in process: the
+    suite's one local Spark JVM) makes the same documents from the log, behind the alias."""
+    with shop.converged_after_a_kill(fresh_database, unique_name, tmp_path, opensearch_url,
+                                redis_url, seed=11, kafka=None) as converged:
+        rebuilt = CliRunner().invoke(main, [
+            "replay", "rebuild-search", "-c", str(converged.config), "--connector", "search",
+            "--no-progress", "--output", str(tmp_path / "spark")])
+        assert rebuilt.exit_code == 0, (rebuilt.output[-3000:], rebuilt.exception)
+        index = converged.index
+        assert f"public.orders (joined) -> {index}" in rebuilt.output, rebuilt.output
+        alias = converged.search.indices.get_alias(name=index)
+        assert any(name.startswith(f"{index}_rebuild_") for name in alias), alias
+        assert shop.search_documents(converged.search, index) == converged.want
+        assert shop.joined_field_types(converged.search, index) == shop.JOINED_FIELD_TYPES
