@@ -237,7 +237,7 @@ def test_a_rebuild_after_a_random_workload_and_a_kill_makes_the_same_documents(
     -9 (``test_joined_views``); then ``cdc replay rebuild-search`` (in process: the
     suite's one local Spark JVM) makes the same documents from the log, behind the alias."""
     with shop.converged_after_a_kill(fresh_database, unique_name, tmp_path, opensearch_url,
-                                redis_url, seed=11, kafka=None) as converged:
+                                     redis_url, seed=11, kafka=None) as converged:
         rebuilt = CliRunner().invoke(main, [
             "replay", "rebuild-search", "-c", str(converged.config), "--connector", "search",
             "--no-progress", "--output", str(tmp_path / "spark")])

@@ -38,8 +38,7 @@ def test_a_value_lost_to_its_type_is_seen_in_the_write(spark: Any, tmp_path: Pat
     assert sorted((r["id"], str(r["amount"]), r["_lsn"]) for r in frame.collect()) == [
         (1, "12.50", 7), (2, "None", 8)]
 
-    odd = [*clean, ("3", "infinity", "1.00", "b", 9)]
-    odd.append(("4", "-infinity", "2.00", "c", 10))
+    odd = [*clean, ("3", "infinity", "1.00", "b", 9), ("4", "-infinity", "2.00", "c", 10)]
     lost, _ = written(spark, odd, tmp_path / "odd")
     assert [(k.column, k.values, k.example) for k in lost] == [("at", 2, "-infinity")], \
         "'infinity' became NULL on the way: the job must write the column as text"
